@@ -1,0 +1,29 @@
+# `make demo` and `make test` work on a fresh machine with only Python 3.11+: they create .venv.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[all,dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/burster simulate --demo
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/pytest -n 2 --dist loadgroup
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.plan --quick --json
+	$(BIN)/python -m bench.sim --quick --json
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
