@@ -1,0 +1,97 @@
+"""The Protocols through which the runtime sees adapters and policies.
+
+Concrete classes are chosen by name in ``burster.app``; nothing in the runtime imports an adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from burster.model import (
+    CheckpointTicket,
+    Demand,
+    Interruption,
+    Node,
+    Offering,
+    Placement,
+    PoolNode,
+    Signal,
+    Snapshot,
+)
+from burster.plan import Plan
+
+
+class CloudProvider(Protocol):
+    """One cloud account (or simulated cloud).
+
+    - ``offerings``: node shapes with current prices and availability.
+    - ``list_nodes``: live nodes *this controller* tagged, whatever state they are in.
+    - ``launch``: ``count`` nodes tagged with ``labels`` (team, project, sprint) plus the
+      managed-by and request-id tags; a retry with the same ``request_id`` creates nothing new
+      and returns the same nodes. Raises CapacityError / QuotaError / ThrottledError /
+      AuthError; PartialLaunchError carries nodes that did come up.
+    - ``terminate``: idempotent; unknown ids are ignored.
+    - ``interruptions``: notices (spot reclaim, eviction) not yet returned by an earlier call.
+
+    Adapters report cloud-level state: LAUNCHING (pending), READY (running), TERMINATING,
+    TERMINATED or FAILED; the runtime adds JOINING/DRAINING from what the pool says.
+    """
+
+    name: str
+
+    def offerings(self) -> Sequence[Offering]: ...
+
+    def list_nodes(self) -> Sequence[Node]: ...
+
+    def launch(
+        self, offering: Offering, count: int, *, request_id: str,
+        labels: Mapping[str, str] | None = None,
+    ) -> Sequence[Node]: ...
+
+    def terminate(self, node_ids: Sequence[str], *, request_id: str) -> None: ...
+
+    def interruptions(self) -> Sequence[Interruption]: ...
+
+
+class Pool(Protocol):
+    """The on-prem scheduler (Slurm, Kubernetes) that burst nodes join.
+
+    - ``pending``: queued demand, oldest first.  ``running``: jobs and where they run.
+    - ``nodes``: on-prem nodes with free GPUs (cloud nodes are reported by their provider).
+    - ``bootstrap``: user-data that makes a new node of ``offering`` join this pool.
+    - ``checkpoint``: ask the job on a node to checkpoint before ``deadline``; calling it again for
+      the same node returns the ticket's current state (that is how it is polled).
+    - ``drain``: stop new work landing on a node; its job requeues (keeping checkpointed work).
+    """
+
+    def pending(self) -> Sequence[Demand]: ...
+
+    def running(self) -> Sequence[Placement]: ...
+
+    def nodes(self) -> Sequence[PoolNode]: ...
+
+    def bootstrap(self, offering: Offering) -> str: ...
+
+    def checkpoint(self, node_id: str, deadline: datetime) -> CheckpointTicket: ...
+
+    def drain(self, node_id: str) -> None: ...
+
+
+class SignalSource(Protocol):
+    """Business signals of coming demand (Jira sprints)."""
+
+    def signals(self, now: datetime) -> Sequence[Signal]: ...
+
+
+class Policy(Protocol):
+    """A pure function of a frozen Snapshot: no I/O, no clock reads, no unseeded randomness.
+
+    A policy is built with its cost model and limits; ``decide`` must return the same Plan for
+    the same Snapshot.
+    """
+
+    name: str
+
+    def decide(self, snapshot: Snapshot) -> Plan: ...

@@ -1,0 +1,211 @@
+"""Value types shared by every layer: offerings, nodes, demand, signals and the Snapshot.
+
+Contract module: standard library only. Everything here is a frozen dataclass so a
+Snapshot can be handed to a pure policy and hashed, compared and replayed.
+Times are timezone-aware UTC datetimes; durations are seconds (``_s``); money is
+float USD per hour (``_per_hour_usd``) inside the decision path.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from burster.lifecycle import NodeState
+
+
+class Market(enum.StrEnum):
+    """How a cloud (or on-prem) GPU is paid for."""
+
+    SPOT = "spot"
+    ON_DEMAND = "on_demand"
+    RESERVED = "reserved"
+
+
+class JobClass(enum.StrEnum):
+    """How hard a job's deadline is (Chronus's strict / soft / best-effort)."""
+
+    STRICT = "strict"
+    SOFT = "soft"
+    BEST_EFFORT = "best"
+
+
+@dataclass(frozen=True, slots=True)
+class Offering:
+    """One purchasable node shape: a (cloud, region, zone, instance type, market) at a price."""
+
+    provider: str
+    region: str
+    zone: str
+    instance_type: str
+    gpu_model: str
+    gpus_per_node: int
+    market: Market
+    price_per_hour_usd: float
+    available: bool = True
+    # Stable identifier, used for blocking after capacity errors and in reports (derived).
+    key: str = field(init=False, repr=False, compare=False, default="")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.provider}/{self.zone}/{self.instance_type}/{self.market.value}")
+
+    @property
+    def price_per_gpu_hour_usd(self) -> float:
+        return self.price_per_hour_usd / self.gpus_per_node
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A cloud node this controller launched, as last observed."""
+
+    node_id: str
+    offering: Offering
+    state: NodeState
+    launched_at: datetime
+    request_id: str
+    job_id: str | None = None  # the job it runs now, None when idle
+    for_job: str | None = None  # the job it was launched for (from the launch intent)
+    idle_since: datetime | None = None
+    team: str = ""
+    protected: bool = False
+    ended_at: datetime | None = None  # when the cloud says it went (terminated/preempted)
+
+    @property
+    def busy(self) -> bool:
+        return self.job_id is not None
+
+
+@dataclass(frozen=True, slots=True)
+class PoolNode:
+    """An on-prem (reserved) node in the Slurm/Kubernetes pool."""
+
+    node_id: str
+    gpu_model: str
+    gpus: int
+    free_gpus: int
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """A job that needs GPUs: pending, or running (then see ``Placement``).
+
+    ``nodes`` > 1 means a gang: all ``nodes`` nodes of ``gpus / nodes`` GPUs each start together
+    or not at all. ``gpu_model`` empty means any model.
+    """
+
+    job_id: str
+    gpus: int
+    submitted_at: datetime
+    est_runtime_s: float
+    nodes: int = 1
+    gpu_model: str = ""
+    priority: int = 0
+    deadline: datetime | None = None
+    job_class: JobClass = JobClass.BEST_EFFORT
+    checkpoint_interval_s: float = 1800.0
+    team: str = ""
+    project: str = ""
+    sprint: str = ""
+    done_s: float = 0.0  # work already saved by checkpoints (a requeued job keeps it)
+    attempt: int = 0  # times the job was requeued (preempted, reclaimed); part of request ids
+
+    @property
+    def remaining_s(self) -> float:
+        return max(self.est_runtime_s - self.done_s, 0.0)
+
+    @property
+    def gpus_per_node(self) -> int:
+        return -(-self.gpus // self.nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A running job and where it runs (on-prem node ids and/or cloud node ids)."""
+
+    job: Demand
+    node_ids: tuple[str, ...]
+    started_at: datetime
+    on_cloud: bool
+    market: Market
+    price_per_hour_usd: float = 0.0  # all its cloud nodes together; 0 on-prem
+    # expected end as a POSIX timestamp (derived: started_at + remaining work at start)
+    ends_at_ts: float = field(init=False, repr=False, compare=False, default=0.0)
+
+    def __post_init__(self) -> None:
+        ends = self.started_at.timestamp() + max(self.job.est_runtime_s - self.job.done_s, 0.0)
+        object.__setattr__(self, "ends_at_ts", ends)
+
+    def done_s(self, now: datetime) -> float:
+        return self.job.done_s + max((now - self.started_at).total_seconds(), 0.0)
+
+    def remaining_s(self, now: datetime) -> float:
+        return max(self.ends_at_ts - now.timestamp(), 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """Expected GPU demand in a future window, e.g. a Jira sprint with GPU work."""
+
+    source: str
+    gpu_hours: float
+    window_start: datetime
+    window_end: datetime
+    gpu_model: str = ""
+    team: str = ""
+    project: str = ""
+    sprint: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Interruption:
+    """A provider's notice that a node will be taken away (spot reclaim, rebalance, eviction)."""
+
+    node_id: str
+    provider: str
+    kind: str  # "spot-interruption", "rebalance", "preempted", "evicted"
+    notice_at: datetime
+    terminate_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """Money spent so far in the budget period (billed, including running nodes), in USD."""
+
+    total_usd: float = 0.0
+    by_team_usd: tuple[tuple[str, float], ...] = ()
+    launches_last_minute: int = 0
+
+    def team_usd(self, team: str) -> float:
+        for name, usd in self.by_team_usd:
+            if name == team:
+                return usd
+        return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything a policy may look at, frozen at one instant."""
+
+    now: datetime
+    pending: tuple[Demand, ...]
+    running: tuple[Placement, ...]
+    pool_nodes: tuple[PoolNode, ...]
+    cloud_nodes: tuple[Node, ...]
+    offerings: tuple[Offering, ...]
+    signals: tuple[Signal, ...] = ()
+    interruptions: tuple[Interruption, ...] = ()
+    blocked_offerings: frozenset[str] = field(default_factory=frozenset)
+    degraded_providers: frozenset[str] = field(default_factory=frozenset)
+    spend: Spend = field(default_factory=Spend)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointTicket:
+    """A checkpoint request in flight: poll the pool until ``done`` (or ``deadline`` passes)."""
+
+    node_id: str
+    job_id: str
+    deadline: datetime
+    done: bool = False
+    saved_s: float = 0.0  # work the checkpoint preserved

@@ -1,0 +1,87 @@
+"""Decisions as values: a Plan is an ordered tuple of actions, each with a human-readable reason."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from burster.model import Offering
+
+
+def request_id(*parts: object) -> str:
+    """A deterministic idempotency key from the plan's inputs (ClientToken, requestId, VM name)."""
+    digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()
+    return f"bst-{digest[:24]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """Start ``count`` nodes of ``offering`` (all or none: a gang)."""
+
+    offering: Offering
+    count: int
+    reason: str
+    request_id: str
+    job_id: str | None = None
+    team: str = ""
+    project: str = ""
+    sprint: str = ""
+    est_hours: float = 1.0  # how long the nodes are expected to run, for budget guards
+
+
+@dataclass(frozen=True, slots=True)
+class Terminate:
+    """Give nodes back to the cloud (after drain, for idle nodes)."""
+
+    node_ids: tuple[str, ...]
+    reason: str
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """Ask the job on a node to checkpoint before ``deadline``; then drain and terminate it."""
+
+    node_id: str
+    job_id: str
+    deadline: datetime
+    reason: str
+    then_terminate: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Drain:
+    """Stop scheduling new work onto a node."""
+
+    node_id: str
+    reason: str
+
+
+Action = Launch | Terminate | Checkpoint | Drain
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a policy wants done this pass, and what guards refused (with reasons)."""
+
+    actions: tuple[Action, ...] = ()
+    refused: tuple[tuple[Action, str], ...] = field(default=())
+
+    @property
+    def launches(self) -> tuple[Launch, ...]:
+        return tuple(a for a in self.actions if isinstance(a, Launch))
+
+    @property
+    def terminates(self) -> tuple[Terminate, ...]:
+        return tuple(a for a in self.actions if isinstance(a, Terminate))
+
+    @property
+    def checkpoints(self) -> tuple[Checkpoint, ...]:
+        return tuple(a for a in self.actions if isinstance(a, Checkpoint))
+
+    def explain(self) -> list[str]:
+        """One line per action and refusal, for ``--explain`` and decision events."""
+        lines = [f"{type(a).__name__.lower()}: {a.reason}" for a in self.actions]
+        lines += [f"refused {type(a).__name__.lower()}: {why}" for a, why in self.refused]
+        return lines
