@@ -1,0 +1,94 @@
+"""Baseline policies for comparison, run through the same harness and guards as Burster's own.
+
+- reserved-only: never bursts (the cost floor and the wait ceiling).
+- on-demand (cluster-autoscaler): any job that cannot start now bursts to the cheapest on-demand
+  offering; idle nodes go after 10 min.
+- greedy-spot (SkyPilot managed jobs): cheapest spot across clouds, relaunched in the next cheapest
+  place on preemption; on-demand only when no spot exists; idle 10 min.
+- uniform-progress (Can't Be Late, NSDI'24, per job): burst what cannot start now; spot while the
+  deadline slack covers a changeover, else on-demand; idle 5 min.
+- compute-wait (Starburst-like): wait up to 900 s per GPU-hour of the job's compute, then burst to
+  the cheapest on-demand offering; idle 5 min.
+"""
+
+from __future__ import annotations
+
+from burster.model import Snapshot
+from burster.plan import Action, Plan
+from policies.burst import BurstParams, burst
+from policies.cost import CostModel
+from policies.deadline import handle_interruptions
+from policies.guards import GuardParams, apply_guards
+from policies.offers import ON_DEMAND_ONLY, SPOT_ONLY
+from policies.reclaim import ReclaimParams, idle_ttl
+
+
+class ReservedOnlyPolicy:
+    """Never bursts: the cost floor and the wait ceiling."""
+
+    name = "reserved-only"
+
+    def __init__(self, cost: CostModel | None = None, guards: GuardParams | None = None) -> None:
+        self.guards = guards or GuardParams()
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        return Plan()
+
+
+class BaselinePolicy:
+    """A burst rule + market rule + idle reclaim, with the interruption handshake and the guards."""
+
+    name = "baseline"
+    burst_params = BurstParams()
+    reclaim_params = ReclaimParams(idle_ttl_s=300.0, move_back=False)
+
+    def __init__(self, cost: CostModel | None = None, guards: GuardParams | None = None) -> None:
+        self.cost = cost or CostModel()
+        self.guards = guards or GuardParams()
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        actions: list[Action] = list(handle_interruptions(snapshot))
+        actions += burst(snapshot, self.cost, self.burst_params)
+        actions += idle_ttl(snapshot, self.reclaim_params)
+        return apply_guards(Plan(tuple(actions)), snapshot, self.guards)
+
+
+_NOW = {"max_wait_s": 0.0, "wait_fraction": 0.0, "prewarm": False, "cost_trigger": False}
+
+
+class OnDemandPolicy(BaselinePolicy):
+    """Like cluster-autoscaler: burst what cannot start now, cheapest on-demand, 10 min scale-down."""
+
+    name = "on-demand"
+    burst_params = BurstParams(markets=ON_DEMAND_ONLY, **_NOW)  # type: ignore[arg-type]
+    reclaim_params = ReclaimParams(idle_ttl_s=600.0, move_back=False)
+
+
+class GreedySpotPolicy(BaselinePolicy):
+    """Like SkyPilot managed jobs: cheapest spot anywhere, on-demand only when no spot exists."""
+
+    name = "greedy-spot"
+    burst_params = BurstParams(market_order=(SPOT_ONLY, ON_DEMAND_ONLY), **_NOW)  # type: ignore[arg-type]
+    reclaim_params = ReclaimParams(idle_ttl_s=600.0, move_back=False)
+
+
+class UniformProgressPolicy(BaselinePolicy):
+    """Can't Be Late's Uniform Progress per job: spot while ahead of schedule, else on-demand."""
+
+    name = "uniform-progress"
+    burst_params = BurstParams(**_NOW)  # type: ignore[arg-type]
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        from policies.deadline import switch_behind_schedule
+
+        plan = super().decide(snapshot)
+        extra = tuple(switch_behind_schedule(snapshot, self.cost, self.burst_params.deadline_margin_s))
+        return apply_guards(Plan(extra + plan.actions, plan.refused), snapshot, self.guards) if extra else plan
+
+
+class ComputeWaitPolicy(BaselinePolicy):
+    """Starburst-like: wait up to 900 s per GPU-hour of the job's compute, then burst on-demand."""
+
+    name = "compute-wait"
+    burst_params = BurstParams(max_wait_s=0.0, wait_fraction=0.0, prewarm=False, cost_trigger=False,
+                               wait_s_per_gpu_hour=900.0, markets=ON_DEMAND_ONLY)

@@ -1,0 +1,179 @@
+"""Burst: fill reserved capacity first, then launch the cheapest effective cloud offering.
+
+For each pending job, in queue order: if reserved capacity (or an idle/incoming burst node) will
+start it soon enough, it stays queued. Otherwise it bursts when the cost of waiting for on-prem
+exceeds the cloud cost, or when the wait would pass its wait budget
+(max(max_wait_s, wait_fraction x runtime)) or its deadline. A gang launches all its nodes in one
+Launch (all or none). Market choice follows Uniform Progress: spot while the deadline slack covers
+a changeover, on-demand otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from burster.model import Demand, JobClass, Market, Node, Offering, Snapshot
+from burster.plan import Launch, request_id
+from policies.cost import CostModel
+from policies.offers import ANY, ON_DEMAND_ONLY, OfferBook, offer_book
+from policies.queue import ReservedQueue
+
+
+@dataclass(frozen=True, slots=True)
+class BurstParams:
+    max_wait_s: float = 600.0
+    wait_fraction: float = 0.25
+    deadline_margin_s: float = 900.0
+    prewarm: bool = True
+    markets: frozenset[Market] | None = None  # restrict every launch to these markets
+    market_order: tuple[frozenset[Market], ...] = ()  # try these in turn (e.g. spot, then on-demand)
+    cost_trigger: bool = True  # burst when waiting costs more than the cloud
+    wait_s_per_gpu_hour: float = 0.0  # compute-proportional wait budget (Starburst-like)
+
+
+def slack_s(job: Demand, now: datetime, cost: CostModel) -> float:
+    """Deadline slack if started now: time left minus remaining work minus launch latency."""
+    if job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
+        return math.inf
+    return (job.deadline - now).total_seconds() - job.remaining_s - cost.p.launch_latency_s
+
+
+def markets_for(job: Demand, now: datetime, cost: CostModel, params: BurstParams) -> frozenset[Market]:
+    """Uniform Progress: spot only while slack covers a changeover (restart + relaunch) + margin."""
+    changeover = cost.p.restart_overhead_s + cost.p.launch_latency_s
+    if slack_s(job, now, cost) < changeover + params.deadline_margin_s:
+        return ON_DEMAND_ONLY
+    return ANY
+
+
+def wait_budget_s(job: Demand, params: BurstParams) -> float:
+    compute = params.wait_s_per_gpu_hour * job.gpus * job.est_runtime_s / 3600.0
+    return max(params.max_wait_s, params.wait_fraction * job.est_runtime_s, compute)
+
+
+def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, book: OfferBook) -> Offering | None:
+    """The offering a job would burst to under these params (None: nothing launchable)."""
+    for markets in params.market_order:
+        offering = book.best(job, markets)
+        if offering is not None:
+            return offering
+    if params.market_order:
+        return None
+    return book.best(job, params.markets or markets_for(job, now, cost, params))
+
+
+class _IdleCapacity:
+    """Idle and incoming burst nodes that pending jobs can use before anything new is launched."""
+
+    def __init__(self, nodes: tuple[Node, ...]) -> None:
+        self.free: list[Node] = sorted(
+            (n for n in nodes if not n.busy and n.for_job is None and n.state.value in _USABLE),
+            key=lambda n: (n.offering.price_per_hour_usd, n.node_id),
+        )
+
+    def take(self, job: Demand) -> list[Node] | None:
+        if job.nodes > 1 or not self.free:
+            return None  # gangs get a fresh, co-located launch
+        for i, n in enumerate(self.free):
+            fits = n.offering.gpus_per_node >= job.gpus
+            if fits and (not job.gpu_model or job.gpu_model == n.offering.gpu_model):
+                return [self.free.pop(i)]
+        return None
+
+
+_USABLE = {"launching", "joining", "ready"}
+
+
+def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
+          queue: ReservedQueue | None = None) -> list[Launch]:
+    now = snapshot.now
+    queue = queue or ReservedQueue(now, snapshot.pool_nodes, snapshot.running)
+    book = offer_book(snapshot, cost)
+    idle = _IdleCapacity(snapshot.cloud_nodes)
+    served = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and n.state.value in _USABLE}
+    launches: list[Launch] = []
+    for job in sorted(snapshot.pending, key=lambda j: (-j.priority, j.submitted_at, j.job_id)):
+        if job.job_id in served:
+            continue
+        wait_s = queue.expected_wait_s(job)
+        waited_s = (now - job.submitted_at).total_seconds()
+        if wait_s == 0.0:
+            queue.enqueue(job)
+            continue
+        if idle.take(job) is not None:
+            continue
+        launch = _consider(job, wait_s, waited_s, now, cost, params, book)
+        if launch is None:
+            queue.enqueue(job)
+        else:
+            launches.append(launch)
+    if params.prewarm and snapshot.signals:
+        launches += prewarm(snapshot, cost, book, queue, idle.free)
+    return launches
+
+
+def _consider(job: Demand, wait_s: float, waited_s: float, now: datetime, cost: CostModel,
+              params: BurstParams, book: OfferBook) -> Launch | None:
+    offering = choose(job, now, cost, params, book)
+    if offering is None:
+        return None
+    cloud_usd = cost.job_cost_usd(job, offering)
+    wait_usd = cost.wait_cost_usd(job, wait_s, now)
+    budget = wait_budget_s(job, params)
+    if wait_s == math.inf:
+        why = "no reserved capacity can run it"
+    elif waited_s + wait_s > budget:
+        why = f"expected wait {wait_s:.0f}s would pass its wait budget {budget:.0f}s"
+    elif params.cost_trigger and wait_usd > cloud_usd:
+        why = f"waiting {wait_s:.0f}s costs ${wait_usd:.2f} > cloud ${cloud_usd:.2f}"
+    else:
+        return None
+    return _launch(job, offering, cost, f"job {job.job_id} ({job.gpus} GPUs): {why}; "
+                   f"cheapest effective is {offering.key} at ${offering.price_per_hour_usd:.2f}/h")
+
+
+def _launch(job: Demand, offering: Offering, cost: CostModel, reason: str) -> Launch:
+    count = cost.nodes_for(job, offering)
+    return Launch(
+        offering=offering, count=count, reason=reason,
+        request_id=request_id(job.job_id, job.attempt, offering.key, count),
+        job_id=job.job_id, team=job.team, project=job.project, sprint=job.sprint,
+        est_hours=(job.remaining_s + cost.p.launch_latency_s) / 3600.0,
+    )
+
+
+def prewarm(snapshot: Snapshot, cost: CostModel, book: OfferBook, queue: ReservedQueue,
+            idle: list[Node]) -> list[Launch]:
+    """Launch ahead of a signal when the expected wait cost exceeds the idle cost of being early."""
+    now, out = snapshot.now, []
+    lead_s = cost.p.launch_latency_s
+    for sig in sorted(snapshot.signals, key=lambda s: (s.window_start, s.source)):
+        until_s = (sig.window_start - now).total_seconds()
+        hours = (sig.window_end - sig.window_start).total_seconds() / 3600.0
+        if hours <= 0 or until_s > 2 * lead_s or (sig.window_end - now).total_seconds() <= 0:
+            continue
+        rate_gpus = sig.gpu_hours / hours
+        model = sig.gpu_model or max(queue.total, key=lambda m: queue.total[m], default="")
+        warm = sum(n.offering.gpus_per_node for n in idle if n.offering.gpu_model == model)
+        excess = rate_gpus - queue.spare_gpus(model) - warm
+        probe = Demand(f"signal:{sig.source}", max(1, math.ceil(excess)), now, hours * 3600.0,
+                       gpu_model=model, team=sig.team, project=sig.project, sprint=sig.sprint)
+        offering = book.best(probe)
+        if excess <= 0 or offering is None:
+            continue
+        count = math.ceil(excess / offering.gpus_per_node)
+        idle_usd = count * cost.idle_cost_usd(offering, max(until_s - lead_s, 0.0) + lead_s)
+        wait_usd = cost.wait_cost_usd(probe, lead_s, now)
+        if wait_usd <= idle_usd:
+            continue
+        out.append(Launch(
+            offering=offering, count=count, request_id=request_id("prewarm", sig.source, sig.window_start,
+                                                                  offering.key, count),
+            reason=(f"pre-warm {count} x {offering.key} for signal {sig.source}: {sig.gpu_hours:.0f} "
+                    f"GPU-h from {sig.window_start:%Y-%m-%d %H:%M}; waiting would cost ${wait_usd:.2f} "
+                    f"> idle ${idle_usd:.2f}"),
+            team=sig.team, project=sig.project, sprint=sig.sprint, est_hours=hours,
+        ))
+    return out

@@ -1,0 +1,62 @@
+"""Burster's own policy: interruptions, deadline switches, burst, reclaim, then guards."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from burster.model import Snapshot
+from burster.plan import Action, Checkpoint, Drain, Plan
+from policies.burst import BurstParams, burst
+from policies.cost import CostModel
+from policies.deadline import handle_interruptions, switch_behind_schedule
+from policies.guards import GuardParams, apply_guards, enforce_budget
+from policies.queue import ReservedQueue
+from policies.reclaim import ReclaimParams, idle_ttl, move_back
+
+
+@dataclass(frozen=True, slots=True)
+class BursterParams:
+    burst: BurstParams = field(default_factory=BurstParams)
+    reclaim: ReclaimParams = field(default_factory=ReclaimParams)
+    guards: GuardParams = field(default_factory=GuardParams)
+
+
+class BursterPolicy:
+    """Cheapest effective capacity that meets each job's wait budget and deadline."""
+
+    name = "burster"
+
+    def __init__(self, cost: CostModel | None = None, params: BursterParams | None = None) -> None:
+        self.cost = cost or CostModel()
+        self.params = params or BursterParams()
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        p = self.params
+        actions: list[Action] = []
+        queue = ReservedQueue(snapshot.now, snapshot.pool_nodes, snapshot.running)
+        stopping = enforce_budget(snapshot, p.guards, p.reclaim.tick_s)
+        actions += stopping
+        actions += handle_interruptions(snapshot)
+        actions += switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s)
+        if not stopping:  # no new launches while a hard budget is stopping the burn
+            actions += burst(snapshot, self.cost, p.burst, queue)
+        actions += idle_ttl(snapshot, p.reclaim)
+        if p.reclaim.move_back:
+            queue.reset()  # burst enqueued the jobs that wait; move-back looks at the pool alone
+            busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
+            actions += [a for a in move_back(snapshot, self.cost, queue) if a.node_id not in busy]
+        return apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)
+
+
+def _dedupe(actions: list[Action]) -> list[Action]:
+    """One checkpoint per node: the first reason wins (interruptions come before reclaim)."""
+    seen: set[str] = set()
+    out: list[Action] = []
+    for a in actions:
+        node = getattr(a, "node_id", None)
+        if node is not None:
+            if node in seen:
+                continue
+            seen.add(node)
+        out.append(a)
+    return out

@@ -1,0 +1,107 @@
+"""The cost model: what a GPU-hour costs on each market, with rework, billing rules and waiting.
+
+- On-prem reserved GPUs cost their amortized rate whether used or not, so their *marginal* cost is 0.
+- On-demand costs its price for the billed duration.
+- Spot costs its price for the billed duration of the work *plus the expected rework*:
+  interruptions/h x runtime_h x (checkpoint_interval/2 + restart_overhead).
+- Billing granularity per cloud: see ``burster.billing`` (AWS and GCP per second with a 60 s
+  minimum; Azure per full minute, with the source cited there).
+- Waiting has a cost: GPUs x hours waited x the value of a GPU-hour x (1 + priority), plus a
+  penalty when waiting makes a job miss its deadline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from burster.billing import BILLING, DEFAULT_BILLING, BillingRule, billing_rule
+from burster.model import Demand, JobClass, Market, Offering
+
+__all__ = ["BILLING", "DEFAULT_BILLING", "BillingRule", "CostModel", "CostParams", "amortized_usd_per_gpu_hour"]
+
+
+def amortized_usd_per_gpu_hour(capex_usd: float, lifetime_years: float, opex_usd_per_year: float,
+                               gpus: int) -> float:
+    """Reserved on-prem cost of one GPU-hour: (capex / lifetime + yearly opex) / GPU-hours per year."""
+    if lifetime_years <= 0 or gpus <= 0:
+        raise ValueError("lifetime_years and gpus must be positive")
+    per_year = capex_usd / lifetime_years + opex_usd_per_year
+    return per_year / (gpus * 365 * 24)
+
+
+@dataclass(frozen=True, slots=True)
+class CostParams:
+    """Inputs of the cost model (from the ``[cost]`` config section)."""
+
+    onprem_usd_per_gpu_hour: float = 1.20
+    restart_overhead_s: float = 300.0
+    wait_value_usd_per_gpu_hour: float = 2.5
+    deadline_miss_usd: float = 500.0
+    spot_interruptions_per_hour: float = 0.05
+    launch_latency_s: float = 180.0
+    # interruptions per hour by offering key or zone, e.g. measured from spot traces
+    interruption_rates: Mapping[str, float] = field(default_factory=dict)
+
+
+class CostModel:
+    """Prices work on offerings and the cost of waiting; pure arithmetic, no I/O."""
+
+    def __init__(self, params: CostParams | None = None) -> None:
+        self.p = params or CostParams()
+
+    # --- rates ---------------------------------------------------------------------------------
+    def interruption_rate(self, offering: Offering) -> float:
+        """Expected interruptions per node-hour; 0 for on-demand and reserved."""
+        if offering.market is not Market.SPOT:
+            return 0.0
+        rates = self.p.interruption_rates
+        return rates.get(offering.key, rates.get(offering.zone, self.p.spot_interruptions_per_hour))
+
+    def rework_fraction(self, offering: Offering, checkpoint_interval_s: float) -> float:
+        """Expected extra run time per unit of useful run time, from interruptions."""
+        lost_s = checkpoint_interval_s / 2 + self.p.restart_overhead_s
+        return self.interruption_rate(offering) * lost_s / 3600.0
+
+    def effective_price_per_gpu_hour(self, offering: Offering,
+                                     checkpoint_interval_s: float = 1800.0) -> float:
+        """$ per *useful* GPU-hour: price plus expected spot rework."""
+        if offering.market is Market.RESERVED:
+            return 0.0
+        return offering.price_per_gpu_hour_usd * (1 + self.rework_fraction(offering, checkpoint_interval_s))
+
+    # --- a job on an offering ------------------------------------------------------------------
+    def nodes_for(self, job: Demand, offering: Offering) -> int:
+        """Nodes of ``offering`` a job needs (its gang shape, at least one node per member)."""
+        per_member = -(-job.gpus_per_node // offering.gpus_per_node)
+        return job.nodes * per_member
+
+    def billed_hours(self, provider: str, run_s: float) -> float:
+        return billing_rule(provider).billed_s(run_s) / 3600.0
+
+    def job_cost_usd(self, job: Demand, offering: Offering) -> float:
+        """Expected $ to finish ``job`` on ``offering``: nodes x price x billed (work + rework)."""
+        if offering.market is Market.RESERVED:
+            return 0.0
+        run_s = job.remaining_s * (1 + self.rework_fraction(offering, job.checkpoint_interval_s))
+        run_s += self.p.launch_latency_s  # nodes bill while they boot and join
+        hours = self.billed_hours(offering.provider, run_s)
+        return self.nodes_for(job, offering) * offering.price_per_hour_usd * hours
+
+    # --- waiting -------------------------------------------------------------------------------
+    def wait_cost_usd(self, job: Demand, wait_s: float, now: datetime) -> float:
+        """$ cost of making ``job`` wait ``wait_s`` more seconds before it starts."""
+        if wait_s <= 0:
+            return 0.0
+        value = job.gpus * (wait_s / 3600.0) * self.p.wait_value_usd_per_gpu_hour * (1 + job.priority)
+        if job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT:
+            finish_s = (now - job.deadline).total_seconds() + wait_s + job.remaining_s
+            if finish_s > 0:
+                weight = 1.0 if job.job_class is JobClass.STRICT else 0.25
+                value += weight * self.p.deadline_miss_usd
+        return value
+
+    def idle_cost_usd(self, offering: Offering, idle_s: float) -> float:
+        """$ of keeping one node of ``offering`` idle for ``idle_s`` seconds."""
+        return offering.price_per_hour_usd * idle_s / 3600.0

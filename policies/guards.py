@@ -1,0 +1,143 @@
+"""Guards, applied last to every policy's plan: they only ever remove actions, with a reason.
+
+- protected or busy nodes are never terminated (busy ones leave only through a Checkpoint);
+  protected nodes are never checkpointed or drained either;
+- hard dollar budgets (global and per team): committed spend (spent + what live nodes are expected
+  to cost) plus a launch's expected cost must stay within the budget, whole gangs or nothing;
+- a soft threshold (``soft_fraction`` of a budget) restricts new launches to spot;
+- max live nodes, and a launch rate limit (nodes per minute).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from burster.lifecycle import LIVE_STATES, NodeState
+from burster.model import Market, Snapshot
+from burster.plan import Action, Checkpoint, Drain, Launch, Plan, Terminate, request_id
+
+
+@dataclass(frozen=True, slots=True)
+class GuardParams:
+    total_budget_usd: float | None = None
+    team_budget_usd: Mapping[str, float] = field(default_factory=dict)
+    soft_fraction: float = 0.8
+    max_nodes: int = 256
+    max_launches_per_minute: int = 60
+    protected_node_ids: frozenset[str] = frozenset()
+    idle_ttl_s: float = 300.0
+    stop_grace_s: float = 60.0  # how long a budget stop waits for a checkpoint
+
+
+def committed_usd(snapshot: Snapshot, idle_ttl_s: float) -> tuple[float, dict[str, float]]:
+    """Spent so far plus the expected remaining cost of live nodes (total, and by team)."""
+    remaining = {p.job.job_id: p.remaining_s(snapshot.now) for p in snapshot.running}
+    pending = {j.job_id: j.remaining_s for j in snapshot.pending}
+    total = snapshot.spend.total_usd
+    by_team = dict(snapshot.spend.by_team_usd)
+    for n in snapshot.cloud_nodes:
+        if n.state not in LIVE_STATES:
+            continue
+        job = n.job_id or n.for_job
+        left_s = remaining.get(job, pending.get(job, idle_ttl_s)) if job else idle_ttl_s
+        usd = n.offering.price_per_hour_usd * left_s / 3600.0
+        total += usd
+        by_team[n.team] = by_team.get(n.team, 0.0) + usd
+    return total, by_team
+
+
+def launch_usd(a: Launch) -> float:
+    return a.count * a.offering.price_per_hour_usd * a.est_hours
+
+
+def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams) -> Plan:
+    nodes = {n.node_id: n for n in snapshot.cloud_nodes}
+    protected = params.protected_node_ids | {n.node_id for n in snapshot.cloud_nodes if n.protected}
+    kept: list[Action] = []
+    refused = list(plan.refused)
+    budgeted = params.total_budget_usd is not None or bool(params.team_budget_usd)
+    total, by_team = committed_usd(snapshot, params.idle_ttl_s) if budgeted else (0.0, {})
+    live = sum(1 for n in snapshot.cloud_nodes if n.state in LIVE_STATES)
+    launched = snapshot.spend.launches_last_minute
+    for a in plan.actions:
+        why = _refuse_node_action(a, nodes, protected)
+        if why is None and isinstance(a, Launch):
+            why = _refuse_launch(a, params, total, by_team, live, launched)
+            if why is None:
+                usd = launch_usd(a)
+                total += usd
+                by_team[a.team] = by_team.get(a.team, 0.0) + usd
+                live += a.count
+                launched += a.count
+        if why is None:
+            kept.append(a)
+        else:
+            refused.append((a, why))
+    return Plan(tuple(kept), tuple(refused))
+
+
+def _refuse_node_action(a: Action, nodes: Mapping[str, object], protected: frozenset[str]) -> str | None:
+    if isinstance(a, Terminate):
+        hit = sorted(set(a.node_ids) & protected)
+        if hit:
+            return f"node(s) {', '.join(hit)} are protected"
+        busy = sorted(i for i in a.node_ids if getattr(nodes.get(i), "busy", False))
+        if busy:
+            return f"node(s) {', '.join(busy)} are busy: reclaim them through a checkpoint"
+    if isinstance(a, Checkpoint | Drain) and a.node_id in protected:
+        return f"node {a.node_id} is protected"
+    return None
+
+
+def _refuse_launch(a: Launch, p: GuardParams, total: float, by_team: Mapping[str, float], live: int,
+                   launched: int) -> str | None:
+    usd = launch_usd(a)
+    if live + a.count > p.max_nodes:
+        return f"max nodes {p.max_nodes} reached ({live} live, {a.count} asked)"
+    if launched + a.count > p.max_launches_per_minute:
+        return f"launch rate limit {p.max_launches_per_minute}/min reached"
+    checks = [("global", p.total_budget_usd, total)]
+    if a.team in p.team_budget_usd:
+        checks.append((f"team {a.team}", p.team_budget_usd[a.team], by_team.get(a.team, 0.0)))
+    for name, budget, committed in checks:
+        if budget is None:
+            continue
+        if committed + usd > budget:
+            return (f"{name} budget ${budget:,.2f} would be exceeded: ${committed:,.2f} committed "
+                    f"+ ${usd:,.2f} for this launch")
+        if a.offering.market is Market.ON_DEMAND and committed + usd > p.soft_fraction * budget:
+            return (f"{name} budget past its soft threshold ({p.soft_fraction:.0%} of ${budget:,.2f}): "
+                    "bursts restricted to spot")
+    return None
+
+
+_LEAVING = frozenset({NodeState.CHECKPOINTING, NodeState.DRAINING, NodeState.TERMINATING})
+
+
+def enforce_budget(snapshot: Snapshot, params: GuardParams, tick_s: float) -> list[Action]:
+    """When spend plus the burn until nodes can be stopped (a tick, plus ``stop_grace_s`` for a
+    checkpoint) would pass a hard budget, stop the burn: checkpoint busy nodes (deadline: the
+    grace) and terminate idle ones, most expensive first, until it fits."""
+    horizon_s = tick_s + 2 * params.stop_grace_s
+    if params.total_budget_usd is None:
+        return []
+    live = sorted((n for n in snapshot.cloud_nodes if n.state in LIVE_STATES),
+                  key=lambda n: (-n.offering.price_per_hour_usd, n.node_id))
+    burn = sum(n.offering.price_per_hour_usd for n in live) * horizon_s / 3600.0
+    over = snapshot.spend.total_usd + burn - params.total_budget_usd
+    out: list[Action] = []
+    for n in live:
+        if over <= 0:
+            break
+        if n.node_id in params.protected_node_ids or n.protected or n.state in _LEAVING:
+            continue
+        reason = f"hard budget ${params.total_budget_usd:,.2f} reached: stop {n.node_id}"
+        if n.busy and n.job_id:
+            out.append(Checkpoint(n.node_id, n.job_id, snapshot.now + timedelta(seconds=params.stop_grace_s),
+                                  reason))
+        else:
+            out.append(Terminate((n.node_id,), reason=reason, request_id=request_id("budget", n.node_id)))
+        over -= n.offering.price_per_hour_usd * horizon_s / 3600.0
+    return out

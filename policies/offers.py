@@ -1,0 +1,70 @@
+"""Choosing the cheapest *effective* cloud offering for a job shape, cached per decision."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from burster.model import Demand, Market, Offering, Snapshot
+from policies.cost import CostModel
+
+ShapeKey = tuple[str, int, int, float, frozenset[Market]]
+ANY = frozenset({Market.SPOT, Market.ON_DEMAND})
+SPOT_ONLY = frozenset({Market.SPOT})
+ON_DEMAND_ONLY = frozenset({Market.ON_DEMAND})
+
+
+_MEMO: dict[int, tuple[tuple[Offering, ...], frozenset[str], frozenset[str], OfferBook]] = {}
+
+
+def offer_book(snapshot: Snapshot, cost: CostModel) -> OfferBook:
+    """The OfferBook of a snapshot, reused while offerings (same tuple), blocks and degradations
+    are unchanged: a memo of a pure function, so decide() stays deterministic."""
+    memo = _MEMO.get(id(cost))
+    if memo is not None and memo[0] is snapshot.offerings and memo[1] == snapshot.blocked_offerings \
+            and memo[2] == snapshot.degraded_providers:
+        return memo[3]
+    book = OfferBook(snapshot, cost)
+    _MEMO.clear()
+    _MEMO[id(cost)] = (snapshot.offerings, snapshot.blocked_offerings, snapshot.degraded_providers, book)
+    return book
+
+
+class OfferBook:
+    """Launchable offerings of one Snapshot: available, not blocked, provider not degraded."""
+
+    def __init__(self, snapshot: Snapshot, cost: CostModel) -> None:
+        self.cost = cost
+        self.offerings = tuple(
+            o for o in snapshot.offerings
+            if o.available and o.market is not Market.RESERVED
+            and o.key not in snapshot.blocked_offerings
+            and o.provider not in snapshot.degraded_providers
+        )
+        self._by_model: dict[str, list[Offering]] = {}
+        for o in self.offerings:
+            self._by_model.setdefault(o.gpu_model, []).append(o)
+        self._best: dict[ShapeKey, Offering | None] = {}
+
+    def _candidates(self, gpu_model: str) -> Iterable[Offering]:
+        return self._by_model.get(gpu_model, ()) if gpu_model else self.offerings
+
+    def best(self, job: Demand, markets: frozenset[Market] = ANY,
+             ) -> Offering | None:
+        """The offering in ``markets`` with the lowest expected hourly cost for the job's gang shape."""
+        key = (job.gpu_model, job.nodes, job.gpus_per_node, job.checkpoint_interval_s, markets)
+        if key in self._best:
+            return self._best[key]
+        best: Offering | None = None
+        best_rate = 0.0
+        for o in self._candidates(job.gpu_model):
+            if o.market not in markets:
+                continue
+            rate = self._rate(job, o)
+            if best is None or rate < best_rate or (rate == best_rate and o.key < best.key):
+                best, best_rate = o, rate
+        self._best[key] = best
+        return best
+
+    def _rate(self, job: Demand, o: Offering) -> float:
+        nodes = self.cost.nodes_for(job, o)
+        return nodes * o.price_per_hour_usd * (1 + self.cost.rework_fraction(o, job.checkpoint_interval_s))

@@ -1,0 +1,87 @@
+"""Projection of when pending jobs would start on reserved (on-prem) capacity.
+
+The pool is FIFO with backfill; we project with aggregate GPU counts per GPU model: a job starts
+once the GPUs freed by running jobs (ordered by expected end) plus the free GPUs cover the demand
+queued ahead of it plus its own. This ignores fragmentation (optimistic) and backfill (pessimistic
+for small jobs); it is a forecast for the burst decision, not a schedule.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import defaultdict
+from datetime import datetime
+
+from burster.model import Demand, Placement, PoolNode
+
+INF = math.inf
+
+
+class ReservedQueue:
+    """Expected on-prem start delays, one GPU-model class at a time, in queue order."""
+
+    def __init__(self, now: datetime, pool_nodes: tuple[PoolNode, ...],
+                 running: tuple[Placement, ...]) -> None:
+        self.now = now
+        self.total: dict[str, int] = defaultdict(int)
+        self.node_size: dict[str, int] = defaultdict(int)
+        free: dict[str, int] = defaultdict(int)
+        for n in pool_nodes:
+            self.total[n.gpu_model] += n.gpus
+            free[n.gpu_model] += n.free_gpus
+            self.node_size[n.gpu_model] = max(self.node_size[n.gpu_model], n.gpus)
+        ends: dict[str, list[tuple[float, int]]] = defaultdict(list)
+        now_ts = now.timestamp()
+        any_model = self._any_model()
+        for p in running:
+            if not p.on_cloud:
+                ends[p.job.gpu_model or any_model].append((max(p.ends_at_ts - now_ts, 0.0), p.job.gpus))
+        self._times: dict[str, list[float]] = {}
+        self._cum: dict[str, list[int]] = {}
+        for model in self.total:
+            evs = sorted(ends.get(model, []))
+            times, cum, acc = [0.0], [free[model]], free[model]
+            for t, g in evs:
+                acc += g
+                times.append(t)
+                cum.append(acc)
+            self._times[model], self._cum[model] = times, cum
+        self._queued: dict[str, int] = defaultdict(int)
+
+    def _any_model(self) -> str:
+        return max(self.total, key=lambda m: self.total[m]) if self.total else ""
+
+    def model_for(self, job: Demand) -> str | None:
+        """The on-prem GPU model that can run ``job``, or None if none can."""
+        model = job.gpu_model or self._any_model()
+        if self.total.get(model, 0) < job.gpus or self.node_size.get(model, 0) < job.gpus_per_node:
+            return None
+        return model
+
+    def expected_wait_s(self, job: Demand) -> float:
+        """Seconds until ``job`` would start on-prem if it queued behind what is queued so far."""
+        model = self.model_for(job)
+        if model is None:
+            return INF
+        need = self._queued[model] + job.gpus
+        cum = self._cum[model]
+        if need > cum[-1]:
+            return INF  # more queued than all of the pool frees up: beyond the horizon
+        idx = bisect.bisect_left(cum, need)
+        return self._times[model][idx]
+
+    def reset(self) -> None:
+        """Forget what was enqueued: back to the projection of the pool alone."""
+        self._queued.clear()
+
+    def enqueue(self, job: Demand) -> None:
+        """Count ``job`` as waiting for on-prem capacity (it stays in the queue)."""
+        model = self.model_for(job)
+        if model is not None:
+            self._queued[model] += job.gpus
+
+    def spare_gpus(self, model: str) -> int:
+        """GPUs free right now beyond what the queue is waiting for."""
+        cum = self._cum.get(model)
+        return max(cum[0] - self._queued[model], 0) if cum else 0

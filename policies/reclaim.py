@@ -1,0 +1,87 @@
+"""Reclaim: give burst capacity back when it stops paying for itself.
+
+- Idle TTL aligned to billing: an idle node goes once idle for ``idle_ttl_s`` *and* terminating now
+  saves money: never inside a billing minimum already paid for, and for per-minute billing only in
+  the last tick of a billed minute.
+- Move back: when reserved GPUs are free and no queued job is waiting for them, running cloud jobs
+  are checkpointed (then drained and terminated) most expensive first, when the cloud dollars saved
+  exceed the restart cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from burster.lifecycle import NodeState
+from burster.model import Node, Snapshot
+from burster.plan import Action, Checkpoint, Terminate, request_id
+from policies.cost import BILLING, DEFAULT_BILLING, CostModel
+from policies.queue import ReservedQueue
+
+
+@dataclass(frozen=True, slots=True)
+class ReclaimParams:
+    idle_ttl_s: float = 300.0
+    tick_s: float = 10.0
+    move_back: bool = True
+
+
+def billing_aligned(node: Node, snapshot: Snapshot, tick_s: float) -> bool:
+    """True when terminating ``node`` now does not throw away time already billed."""
+    rule = BILLING.get(node.offering.provider, DEFAULT_BILLING)
+    run_s = (snapshot.now - node.launched_at).total_seconds()
+    if run_s + tick_s < rule.minimum_s:
+        return False  # the minimum is paid anyway; keep it available
+    if rule.round_up or rule.increment_s <= tick_s:
+        return True
+    into = run_s % rule.increment_s
+    return into >= rule.increment_s - tick_s  # the partial minute is free: use it up
+
+
+def idle_ttl(snapshot: Snapshot, params: ReclaimParams) -> list[Action]:
+    pending_for = {j.job_id for j in snapshot.pending}
+    out: list[Action] = []
+    for node in sorted(snapshot.cloud_nodes, key=lambda n: n.node_id):
+        if node.busy or node.state is not NodeState.READY or node.idle_since is None:
+            continue
+        if node.offering.provider in snapshot.degraded_providers:
+            continue  # we cannot see it well enough to reclaim it safely
+        if node.for_job is not None and node.for_job in pending_for:
+            continue  # launched for a job still waiting to start on it
+        idle_s = (snapshot.now - node.idle_since).total_seconds()
+        if idle_s >= params.idle_ttl_s and billing_aligned(node, snapshot, params.tick_s):
+            out.append(Terminate(
+                (node.node_id,), request_id=request_id("idle", node.node_id),
+                reason=f"{node.node_id} ({node.offering.key}) idle {idle_s:.0f}s >= ttl {params.idle_ttl_s:.0f}s",
+            ))
+    return out
+
+
+def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue) -> list[Checkpoint]:
+    """Checkpoint cloud jobs that now fit on free reserved GPUs, most expensive first."""
+    if any(queue.expected_wait_s(j) == 0.0 for j in snapshot.pending):
+        return []  # queued work takes the free GPUs first
+    out: list[Checkpoint] = []
+    spare = {m: queue.spare_gpus(m) for m in queue.total}
+    ready = {n.node_id for n in snapshot.cloud_nodes
+             if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
+    cloud = [p for p in snapshot.running if p.on_cloud and all(i in ready for i in p.node_ids)]
+    for p in sorted(cloud, key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
+        model = queue.model_for(p.job)
+        if model is None or spare.get(model, 0) < p.job.gpus:
+            continue
+        remaining_h = p.remaining_s(snapshot.now) / 3600.0
+        saved = p.price_per_hour_usd * remaining_h
+        restart = cost.wait_cost_usd(p.job, cost.p.restart_overhead_s, snapshot.now)
+        if saved <= restart + p.price_per_hour_usd * cost.p.restart_overhead_s / 3600.0:
+            continue
+        spare[model] -= p.job.gpus
+        deadline = snapshot.now + timedelta(seconds=max(cost.p.restart_overhead_s, 60.0))
+        for node_id in p.node_ids:
+            out.append(Checkpoint(
+                node_id, p.job.job_id, deadline,
+                reason=(f"reserved GPUs free: move job {p.job.job_id} back on-prem, saving "
+                        f"${saved:.2f} of cloud at ${p.price_per_hour_usd:.2f}/h"),
+            ))
+    return out

@@ -1,0 +1,69 @@
+"""The cost formulas against hand-computed cases."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from burster.billing import BILLING
+from burster.model import Demand, JobClass, Market, Offering
+from policies.cost import CostModel, CostParams, amortized_usd_per_gpu_hour
+
+NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
+SPOT = Offering("aws", "us-west-2", "usw2-az1", "p3.16xlarge", "V100", 8, Market.SPOT, 8.0)
+OD = Offering("aws", "us-west-2", "usw2-az1", "p3.16xlarge", "V100", 8, Market.ON_DEMAND, 24.48)
+
+
+@pytest.mark.parametrize(("provider", "run_s", "billed_s"), [
+    ("aws", 30, 60),        # 60 s minimum
+    ("aws", 61.2, 62),      # then per second, rounded up
+    ("gcp", 59, 60),
+    ("gcp", 3600, 3600),
+    ("azure", 405, 360),    # 6 min 45 s -> 6 full minutes (Azure's published example)
+    ("azure", 59, 0),       # under a minute: no full minute
+    ("azure", 3600, 3600),
+])
+def test_billing_granularity(provider: str, run_s: float, billed_s: float) -> None:
+    assert BILLING[provider].billed_s(run_s) == billed_s
+
+
+def test_amortized_onprem_rate() -> None:
+    # $240k of 8-GPU server over 4 years + $20k/yr power and space: (60k + 20k) / (8 * 8760)
+    assert amortized_usd_per_gpu_hour(240_000, 4, 20_000, 8) == pytest.approx(80_000 / 70_080)
+
+
+def test_spot_rework_fraction_and_effective_price() -> None:
+    cost = CostModel(CostParams(spot_interruptions_per_hour=0.2, restart_overhead_s=300))
+    # lost per interruption: 1800/2 + 300 = 1200 s = 1/3 h; x 0.2/h = 0.0667 extra hours per hour
+    assert cost.rework_fraction(SPOT, 1800) == pytest.approx(0.2 / 3)
+    assert cost.effective_price_per_gpu_hour(SPOT, 1800) == pytest.approx(1.0 * (1 + 0.2 / 3))
+    assert cost.rework_fraction(OD, 1800) == 0.0
+    assert cost.effective_price_per_gpu_hour(OD, 1800) == pytest.approx(24.48 / 8)
+
+
+def test_interruption_rate_per_offering_overrides_default() -> None:
+    cost = CostModel(CostParams(spot_interruptions_per_hour=0.2, interruption_rates={SPOT.key: 0.5}))
+    assert cost.interruption_rate(SPOT) == 0.5
+    assert cost.interruption_rate(OD) == 0.0
+
+
+def test_job_cost_counts_gang_nodes_rework_latency_and_billing() -> None:
+    cost = CostModel(CostParams(spot_interruptions_per_hour=0.0, launch_latency_s=180))
+    job = Demand("j", gpus=16, nodes=2, submitted_at=NOW, est_runtime_s=3600)
+    # 2 nodes x $24.48 x (3600 + 180) s
+    assert cost.job_cost_usd(job, OD) == pytest.approx(2 * 24.48 * 3780 / 3600)
+    one_gpu = Demand("k", gpus=1, submitted_at=NOW, est_runtime_s=20)
+    # a whole 8-GPU node, 60 s minimum does not apply since 20 + 180 > 60
+    assert cost.job_cost_usd(one_gpu, OD) == pytest.approx(24.48 * 200 / 3600)
+
+
+def test_wait_cost_scales_with_gpus_priority_and_deadline() -> None:
+    cost = CostModel(CostParams(wait_value_usd_per_gpu_hour=2.0, deadline_miss_usd=500))
+    job = Demand("j", gpus=4, submitted_at=NOW, est_runtime_s=3600, priority=1)
+    assert cost.wait_cost_usd(job, 1800, NOW) == pytest.approx(4 * 0.5 * 2.0 * 2)
+    strict = Demand("s", gpus=1, submitted_at=NOW, est_runtime_s=3600, job_class=JobClass.STRICT,
+                    deadline=NOW + timedelta(hours=1, minutes=10))
+    assert cost.wait_cost_usd(strict, 300, NOW) == pytest.approx(1 / 12 * 2.0)  # still on time
+    assert cost.wait_cost_usd(strict, 900, NOW) == pytest.approx(0.25 * 2.0 + 500)  # misses it
+    assert cost.wait_cost_usd(strict, 0, NOW) == 0.0

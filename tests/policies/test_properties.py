@@ -1,0 +1,95 @@
+"""Properties every plan must have, whatever the snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from burster.model import Snapshot
+from burster.plan import Checkpoint, Drain, Launch, Terminate
+from policies.baselines import OnDemandPolicy
+from policies.burster import BursterParams, BursterPolicy
+from policies.cost import CostModel
+from policies.guards import GuardParams, committed_usd, launch_usd
+from tests.policies.strategies import snapshots
+
+SETTINGS = settings(max_examples=150, deadline=None)
+
+
+def policy(budget: float | None = None, team_budget: float | None = None) -> BursterPolicy:
+    guards = GuardParams(total_budget_usd=budget,
+                         team_budget_usd={"a": team_budget} if team_budget is not None else {})
+    return BursterPolicy(CostModel(), BursterParams(guards=guards))
+
+
+@SETTINGS
+@given(snapshots(), st.floats(0, 5000), st.floats(0, 1000))
+def test_dollar_budget_is_never_exceeded(snap: Snapshot, budget: float, team_budget: float) -> None:
+    plan = policy(budget, team_budget).decide(snap)
+    total, by_team = committed_usd(snap, GuardParams().idle_ttl_s)
+    added = sum(launch_usd(a) for a in plan.launches)
+    added_a = sum(launch_usd(a) for a in plan.launches if a.team == "a")
+    if plan.launches:
+        assert total + added <= budget + 1e-6
+        assert by_team.get("a", 0.0) + added_a <= team_budget + 1e-6 or added_a == 0
+
+
+@SETTINGS
+@given(snapshots())
+def test_busy_or_protected_nodes_are_never_terminated(snap: Snapshot) -> None:
+    nodes = {n.node_id: n for n in snap.cloud_nodes}
+    for p in (policy(), OnDemandPolicy()):
+        plan = p.decide(snap)
+        for a in plan.actions:
+            if isinstance(a, Terminate):
+                for node_id in a.node_ids:
+                    assert not nodes[node_id].busy
+                    assert not nodes[node_id].protected
+            if isinstance(a, Checkpoint | Drain):
+                assert not nodes[a.node_id].protected
+
+
+@SETTINGS
+@given(snapshots())
+def test_decide_is_deterministic(snap: Snapshot) -> None:
+    first = policy(1000.0).decide(snap)
+    again = policy(1000.0).decide(snap)
+    same_instance = policy(1000.0)
+    assert first == again
+    assert same_instance.decide(snap) == same_instance.decide(replace(snap)) == first
+
+
+@SETTINGS
+@given(snapshots())
+def test_gang_launches_are_all_or_nothing(snap: Snapshot) -> None:
+    cost = CostModel()
+    jobs = {j.job_id: j for j in snap.pending}
+    plan = policy().decide(snap)
+    per_job: dict[str, list[Launch]] = {}
+    for a in plan.launches:
+        if a.job_id is not None:
+            per_job.setdefault(a.job_id, []).append(a)
+    for job_id, launches in per_job.items():
+        assert len(launches) == 1, "one Launch carries the whole gang"
+        assert launches[0].count == cost.nodes_for(jobs[job_id], launches[0].offering)
+    for a, _ in plan.refused:  # a refused gang is refused whole, never trimmed
+        if isinstance(a, Launch) and a.job_id in jobs:
+            assert a.count == cost.nodes_for(jobs[a.job_id], a.offering)
+
+
+@SETTINGS
+@given(snapshots())
+def test_reserved_capacity_is_used_before_any_cloud_launch(snap: Snapshot) -> None:
+    free = {n.node_id: n.free_gpus for n in snap.pool_nodes}
+    plan = policy().decide(snap)
+    launched_for = {a.job_id for a in plan.launches if a.job_id}
+    # a pending job that fits on free reserved GPUs right now (alone, single node, V100 or any)
+    # must never be sent to the cloud
+    for job in snap.pending:
+        fits_now = job.nodes == 1 and job.gpu_model in ("", "V100") and \
+            sum(free.values()) >= sum(j.gpus for j in snap.pending) and \
+            any(f >= job.gpus for f in free.values())
+        if fits_now:
+            assert job.job_id not in launched_for
