@@ -1,0 +1,53 @@
+"""KPIs of a simulation run: the ``--json`` object and the rows of the summary table."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from burster.state import LedgerEntry
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100); 0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    return float(ordered[rank - 1])
+
+
+def summarize(*, metrics: Any, ledger: Sequence[LedgerEntry], launches: int, passes: int,
+              policy: str, trace: str, pool_gpus: int, seed: int, wall_s: float) -> dict[str, Any]:
+    by_market: dict[str, float] = defaultdict(float)
+    by_provider: dict[str, float] = defaultdict(float)
+    for e in ledger:
+        by_market[e.market] += float(e.usd)
+        by_provider[e.provider] += float(e.usd)
+    waits = metrics.waits_s
+    return {
+        "policy": policy,
+        "trace": trace,
+        "pool_gpus": pool_gpus,
+        "seed": seed,
+        "jobs": metrics.jobs,
+        "jobs_finished": metrics.finished_jobs,
+        "jobs_started_on_cloud": metrics.started_on_cloud,
+        "cloud_usd": round(sum(by_market.values()), 2),
+        "cloud_usd_spot": round(by_market.get("spot", 0.0), 2),
+        "cloud_usd_on_demand": round(by_market.get("on_demand", 0.0), 2),
+        "cloud_usd_by_provider": {k: round(v, 2) for k, v in sorted(by_provider.items())},
+        "onprem_utilization": round(metrics.utilization, 4),
+        "wait_p50_s": percentile(waits, 50),
+        "wait_p95_s": percentile(waits, 95),
+        "wait_p99_s": percentile(waits, 99),
+        "deadline_misses": metrics.deadline_misses,
+        "hard_deadline_misses": metrics.hard_deadline_misses,
+        "preemptions": metrics.preemptions,
+        "reclaims": metrics.reclaims,
+        "lost_gpu_hours": round(metrics.lost_gpu_hours, 2),
+        "launches": launches,
+        "reconcile_passes": passes,
+        "wall_s": round(wall_s, 3),
+    }

@@ -1,0 +1,129 @@
+"""An in-memory CloudProvider with fault injection: ``fail_next_launch``, ``throttle_next``, ``partial_next``."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from burster.errors import CapacityError, PartialLaunchError, ProviderError, ThrottledError
+from burster.lifecycle import NodeState
+from burster.model import Interruption, Node, Offering
+from burster.retry import call_with_backoff
+
+
+class FakeCloudProvider:
+    """Keeps nodes in a dict. Idempotent by request id, like EC2 ClientToken."""
+
+    def __init__(
+        self,
+        name: str,
+        offerings: Sequence[Offering],
+        *,
+        now: Callable[[], datetime] = lambda: datetime(2026, 1, 1, tzinfo=UTC),
+        sleep: Callable[[float], None] = lambda s: None,
+    ) -> None:
+        self.name = name
+        self._offerings = list(offerings)
+        self._now = now
+        self._sleep = sleep
+        self._nodes: dict[str, Node] = {}
+        self._labels: dict[str, dict[str, str]] = {}
+        self._by_request: dict[str, tuple[str, ...]] = {}
+        self._ids = itertools.count(1)
+        self._fail_next: list[ProviderError] = []
+        self._throttle = 0
+        self._partial: int | None = None
+        self._interruptions: list[Interruption] = []
+        self._fail_list: ProviderError | None = None
+        self.api_calls = 0
+
+    # --- fault knobs ---------------------------------------------------------------------
+    def fail_next_launch(self, error: ProviderError) -> None:
+        self._fail_next.append(error)
+
+    def throttle_next(self, calls: int) -> None:
+        self._throttle = calls
+
+    def partial_next(self, nodes: int) -> None:
+        self._partial = nodes
+
+    def fail_next_list(self, error: ProviderError) -> None:
+        self._fail_list = error
+
+    def interrupt(self, node_id: str, kind: str = "spot-interruption", notice_s: float = 120) -> None:
+        now = self._now()
+        self._interruptions.append(
+            Interruption(node_id, self.name, kind, now, now + timedelta(seconds=notice_s))
+        )
+
+    def labels_of(self, node_id: str) -> dict[str, str]:
+        return dict(self._labels[node_id])
+
+    # --- CloudProvider -------------------------------------------------------------------
+    def offerings(self) -> Sequence[Offering]:
+        return list(self._offerings)
+
+    def list_nodes(self) -> Sequence[Node]:
+        if self._fail_list is not None:
+            err, self._fail_list = self._fail_list, None
+            raise err
+        return [n for n in self._nodes.values() if n.state is not NodeState.TERMINATED]
+
+    def launch(
+        self, offering: Offering, count: int, *, request_id: str,
+        labels: Mapping[str, str] | None = None,
+    ) -> Sequence[Node]:
+        return call_with_backoff(
+            lambda: self._launch_once(offering, count, request_id, labels or {}), sleep=self._sleep
+        )
+
+    def _launch_once(
+        self, offering: Offering, count: int, request_id: str, labels: Mapping[str, str]
+    ) -> Sequence[Node]:
+        self.api_calls += 1
+        if request_id in self._by_request:
+            return [self._nodes[i] for i in self._by_request[request_id]]
+        if self._throttle > 0:
+            self._throttle -= 1
+            raise ThrottledError("fake: rate exceeded", provider=self.name)
+        if self._fail_next:
+            err = self._fail_next.pop(0)
+            err.offering_key = err.offering_key or offering.key
+            raise err
+        made = count if self._partial is None else min(self._partial, count)
+        nodes = [self._make(offering, request_id, labels) for _ in range(made)]
+        self._by_request[request_id] = tuple(n.node_id for n in nodes)
+        if made < count:
+            self._partial = None
+            cause = CapacityError("fake: insufficient capacity", provider=self.name,
+                                  offering_key=offering.key)
+            raise PartialLaunchError(
+                f"{self.name}: launched {made} of {count} nodes of {offering.key}",
+                nodes=tuple(nodes), cause=cause, provider=self.name, offering_key=offering.key,
+            )
+        return nodes
+
+    def _make(self, offering: Offering, request_id: str, labels: Mapping[str, str]) -> Node:
+        node_id = f"{self.name}-{next(self._ids):06d}"
+        node = Node(node_id, offering, NodeState.READY, self._now(), request_id,
+                    team=labels.get("team", ""))
+        self._nodes[node_id] = node
+        self._labels[node_id] = {"managed-by": "burster", "request-id": request_id, **labels}
+        return node
+
+    def terminate(self, node_ids: Sequence[str], *, request_id: str) -> None:
+        self.api_calls += 1
+        for node_id in node_ids:
+            node = self._nodes.get(node_id)
+            if node is not None:
+                self._nodes[node_id] = _with_state(node, NodeState.TERMINATED)
+
+    def interruptions(self) -> Sequence[Interruption]:
+        out, self._interruptions = self._interruptions, []
+        return out
+
+
+def _with_state(node: Node, state: NodeState) -> Node:
+    return replace(node, state=state)

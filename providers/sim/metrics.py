@@ -1,0 +1,71 @@
+"""What the simulated pool measures: waits, deadline misses, preemptions, lost work, utilization."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from burster.model import Demand, JobClass
+
+
+@dataclass
+class PoolMetrics:
+    capacity_gpus: int
+    now: datetime = datetime(1970, 1, 1, tzinfo=UTC)
+    jobs: int = 0
+    finished_jobs: int = 0
+    waits_s: list[float] = field(default_factory=list)
+    first_start: dict[str, datetime] = field(default_factory=dict)
+    started_on_cloud: int = 0
+    deadline_misses: int = 0
+    hard_deadline_misses: int = 0
+    preemptions: int = 0
+    reclaims: int = 0
+    lost_gpu_hours: float = 0.0
+    busy_gpu_s: float = 0.0
+    elapsed_s: float = 0.0
+    window_end: datetime | None = None  # utilization counts only up to here (the arrival window)
+    _started: datetime | None = None
+    _busy: int = 0
+
+    def advance(self, now: datetime) -> None:
+        """Integrate on-prem busy GPU-seconds up to ``now`` at the current busy level."""
+        if self._started is None:
+            self._started = now
+        elif now > self.now:
+            upto = now if self.window_end is None else min(now, self.window_end)
+            dt = max((upto - self.now).total_seconds(), 0.0)
+            self.busy_gpu_s += self._busy * dt
+            self.elapsed_s += dt
+        if now > self.now:
+            self.now = now
+
+    def set_busy(self, busy_gpus: int) -> None:
+        self._busy = busy_gpus
+
+    def submitted(self, job: Demand) -> None:
+        self.jobs += 1
+
+    def started(self, job: Demand, now: datetime, *, on_cloud: bool) -> None:
+        if job.job_id not in self.first_start:
+            self.first_start[job.job_id] = now
+            self.waits_s.append((now - job.submitted_at).total_seconds())
+            self.started_on_cloud += on_cloud
+
+    def finished(self, job: Demand, now: datetime) -> None:
+        self.finished_jobs += 1
+        if job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT and now > job.deadline:
+            self.deadline_misses += 1
+            self.hard_deadline_misses += job.job_class is JobClass.STRICT
+
+    def stopped(self, job: Demand, *, lost_s: float, preempted: bool) -> None:
+        if preempted:
+            self.preemptions += 1
+        else:
+            self.reclaims += 1
+        self.lost_gpu_hours += job.gpus * lost_s / 3600.0
+
+    @property
+    def utilization(self) -> float:
+        denom = self.capacity_gpus * self.elapsed_s
+        return self.busy_gpu_s / denom if denom else 0.0

@@ -1,0 +1,261 @@
+"""A simulated on-prem pool: FIFO with EASY backfill on reserved nodes, plus joined burst nodes.
+
+Burst nodes launched for a job are that job's (like Slurm's cloud nodes allocated before power-up):
+the job starts when all of its gang's nodes have joined, unless reserved capacity took it first.
+Idle burst nodes take queued single-node jobs that fit. Preemption loses the work since the last
+periodic checkpoint; a requested checkpoint saves everything done up to the request.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from burster.model import CheckpointTicket, Demand, Market, Offering, Placement, PoolNode
+from providers.sim.events import EventQueue
+from providers.sim.metrics import PoolMetrics
+from providers.sim.onprem import OnPremNodes
+
+
+@dataclass
+class _Burst:
+    node_id: str
+    offering: Offering
+    for_job: str | None
+    joined: bool = False
+    draining: bool = False
+    job_id: str | None = None
+
+
+@dataclass
+class _Run:
+    job: Demand
+    node_ids: tuple[str, ...]
+    started_at: datetime
+    on_cloud: bool
+    onprem_slots: tuple[tuple[int, int], ...]  # (node index, gpus)
+    checkpoint_at: datetime | None = None  # a requested checkpoint's instant
+    checkpoint_done: bool = False
+
+
+class SimPool:
+    def __init__(self, events: EventQueue, *, nodes: int, gpus_per_node: int, gpu_model: str,
+                 checkpoint_s: float = 60.0, backfill_depth: int = 256) -> None:
+        self.events = events
+        self.gpu_model = gpu_model
+        self.onprem = OnPremNodes(nodes, gpus_per_node, gpu_model)
+        self.checkpoint_s = checkpoint_s
+        self.backfill_depth = backfill_depth
+        self.queue: dict[str, Demand] = {}  # insertion order = FIFO
+        self.runs: dict[str, _Run] = {}
+        self.burst: dict[str, _Burst] = {}
+        self.metrics = PoolMetrics(nodes * gpus_per_node)
+        self._cache: dict[str, tuple[object, ...]] = {}
+
+    # --- Pool protocol -------------------------------------------------------------------------
+    def pending(self) -> Sequence[Demand]:
+        if "pending" not in self._cache:
+            self._cache["pending"] = tuple(self.queue.values())
+        return self._cache["pending"]  # type: ignore[return-value]
+
+    def running(self) -> Sequence[Placement]:
+        if "running" not in self._cache:
+            self._cache["running"] = tuple(
+                Placement(r.job, r.node_ids, r.started_at, r.on_cloud, self._market(r), self._price(r))
+                for r in self.runs.values())
+        return self._cache["running"]  # type: ignore[return-value]
+
+    def nodes(self) -> Sequence[PoolNode]:
+        if "nodes" not in self._cache:
+            self._cache["nodes"] = self.onprem.pool_nodes()
+        return self._cache["nodes"]  # type: ignore[return-value]
+
+    def bootstrap(self, offering: Offering) -> str:
+        return f"#cloud-config\n# join simulated pool as {offering.gpu_model} x{offering.gpus_per_node}\n"
+
+    def checkpoint(self, node_id: str, deadline: datetime) -> CheckpointTicket:
+        b = self.burst.get(node_id)
+        run = self.runs.get(b.job_id) if b and b.job_id else None
+        if run is None:
+            return CheckpointTicket(node_id, "", deadline, done=True)
+        now = self.metrics.now
+        if run.checkpoint_at is None:
+            run.checkpoint_at = now
+            job_id, started = run.job.job_id, run.started_at
+            self.events.at(now + timedelta(seconds=self.checkpoint_s),
+                           lambda t: self._checkpoint_done(job_id, started))
+        saved = self._done_s(run, run.checkpoint_at) if run.checkpoint_done else 0.0
+        return CheckpointTicket(node_id, run.job.job_id, deadline, run.checkpoint_done, saved)
+
+    def drain(self, node_id: str) -> None:
+        b = self.burst.get(node_id)
+        if b is None:
+            return
+        b.draining = True
+        if b.job_id is not None:
+            self._stop(b.job_id, preempted=False)
+        self._dirty()
+
+    # --- arrivals and cloud node events (called by the simulated world/clouds) -------------------
+    def submit(self, job: Demand, now: datetime) -> None:
+        self.metrics.advance(now)
+        self.queue[job.job_id] = job
+        self.metrics.submitted(job)
+        self._dirty()
+
+    def expect(self, node_id: str, offering: Offering, for_job: str | None) -> None:
+        self.burst[node_id] = _Burst(node_id, offering, for_job)
+        self._dirty()
+
+    def join(self, node_id: str) -> None:
+        if node_id in self.burst:
+            self.burst[node_id].joined = True
+            self._dirty()
+
+    def leave(self, node_id: str, *, preempted: bool) -> None:
+        b = self.burst.pop(node_id, None)
+        if b is not None and b.job_id is not None:
+            self._stop(b.job_id, preempted=preempted)
+        self._dirty()
+
+    # --- scheduling ----------------------------------------------------------------------------
+    def schedule(self, now: datetime) -> None:
+        self.metrics.advance(now)
+        if not self.queue:
+            return
+        booting: set[str | None] = {b.for_job for b in self.burst.values() if b.for_job and not b.draining}
+        self._start_on_burst_nodes(now, booting)
+        self._start_on_reserved(now, booting)
+        self._start_on_idle_burst(now)
+
+    def _start_on_burst_nodes(self, now: datetime, booting: set[str | None]) -> None:
+        for job_id in [j for j in self.queue if j in booting]:
+            job = self.queue[job_id]
+            mine = [b for b in self.burst.values() if b.for_job == job_id and not b.draining]
+            if mine and all(b.joined and b.job_id is None for b in mine):
+                self._start(job, now, tuple(sorted(b.node_id for b in mine)), ())
+
+    def _start_on_reserved(self, now: datetime, booting: set[str | None]) -> None:
+        head_blocked: Demand | None = None
+        shadow = extra = 0.0
+        scanned = 0
+        for job in list(self.queue.values()):
+            if job.job_id in booting:
+                continue
+            if head_blocked is not None:
+                scanned += 1
+                if scanned > self.backfill_depth or self.onprem.free_total == 0:
+                    break
+            slots = self.onprem.fit(job)
+            if slots is None:
+                if head_blocked is None:
+                    head_blocked = job
+                    shadow, extra = self._shadow(job, now)
+                continue
+            if head_blocked is not None:
+                ends = now + timedelta(seconds=job.remaining_s)
+                if ends.timestamp() > shadow and job.gpus > extra:
+                    continue
+                if ends.timestamp() > shadow:
+                    extra -= job.gpus
+            self._start(job, now, (), slots)
+
+    def _shadow(self, head: Demand, now: datetime) -> tuple[float, float]:
+        """EASY backfill: when the head job can start, and GPUs spare at that time."""
+        if not self.onprem.can_ever_fit(head):
+            return math.inf, float(self.onprem.free_total)
+        free = self.onprem.free_total
+        ends = sorted((r.started_at.timestamp() + r.job.remaining_s, r.job.gpus)
+                      for r in self.runs.values() if r.onprem_slots)
+        for t, g in ends:
+            free += g
+            if free >= head.gpus:
+                return t, float(free - head.gpus)
+        return math.inf, float(free)
+
+    def _start_on_idle_burst(self, now: datetime) -> None:
+        idle = [b for b in self.burst.values() if b.joined and not b.draining and b.job_id is None
+                and (b.for_job is None or b.for_job not in self.queue)]
+        for b in sorted(idle, key=lambda b: b.node_id):
+            for job in self.queue.values():
+                if job.nodes == 1 and job.gpus <= b.offering.gpus_per_node and (
+                        not job.gpu_model or job.gpu_model == b.offering.gpu_model):
+                    b.for_job = None
+                    self._start(job, now, (b.node_id,), ())
+                    break
+
+    def _start(self, job: Demand, now: datetime, burst_ids: tuple[str, ...],
+               slots: tuple[tuple[int, int], ...]) -> None:
+        del self.queue[job.job_id]
+        for node_id in burst_ids:
+            self.burst[node_id].job_id = job.job_id
+        self.onprem.take(slots)
+        node_ids = burst_ids or tuple(self.onprem.node_id(i) for i, _ in slots)
+        run = _Run(job, node_ids, now, bool(burst_ids), slots)
+        self.runs[job.job_id] = run
+        self.metrics.started(job, now, on_cloud=bool(burst_ids))
+        self.events.at(now + timedelta(seconds=job.remaining_s), lambda t: self._finish(job.job_id, run))
+        self._dirty()
+
+    def _finish(self, job_id: str, run: _Run) -> None:
+        if self.runs.get(job_id) is not run:
+            return  # stopped and requeued since
+        now = run.started_at + timedelta(seconds=run.job.remaining_s)
+        self.metrics.advance(now)
+        self._release(run)
+        self.metrics.finished(run.job, now)
+        self.schedule(now)
+
+    def _stop(self, job_id: str, *, preempted: bool) -> None:
+        run = self.runs.get(job_id)
+        if run is None:
+            return
+        now = self.metrics.now
+        done = self._done_s(run, now)
+        if run.checkpoint_done and run.checkpoint_at is not None:
+            saved = self._done_s(run, run.checkpoint_at)
+        else:
+            ran = done - run.job.done_s
+            interval = max(run.job.checkpoint_interval_s, 1.0)
+            saved = run.job.done_s + math.floor(ran / interval) * interval
+        self._release(run)
+        self.metrics.stopped(run.job, lost_s=done - saved, preempted=preempted)
+        self.queue[job_id] = replace(run.job, done_s=min(saved, run.job.est_runtime_s),
+                                     attempt=run.job.attempt + 1)
+
+    def _release(self, run: _Run) -> None:
+        del self.runs[run.job.job_id]
+        self.onprem.give(run.onprem_slots)
+        for node_id in run.node_ids:
+            b = self.burst.get(node_id)
+            if b is not None and b.job_id == run.job.job_id:
+                b.job_id = None
+                b.for_job = None
+        self._dirty()
+
+    def _checkpoint_done(self, job_id: str, started: datetime) -> None:
+        run = self.runs.get(job_id)
+        if run is not None and run.started_at == started:
+            run.checkpoint_done = True
+
+    # --- helpers -------------------------------------------------------------------------------
+    def _done_s(self, run: _Run, at: datetime) -> float:
+        return min(run.job.done_s + (at - run.started_at).total_seconds(), run.job.est_runtime_s)
+
+    def _busy_onprem(self) -> int:
+        return self.onprem.capacity - self.onprem.free_total
+
+    def _market(self, run: _Run) -> Market:
+        if not run.on_cloud:
+            return Market.RESERVED
+        b = self.burst.get(run.node_ids[0])
+        return b.offering.market if b else Market.ON_DEMAND
+
+    def _price(self, run: _Run) -> float:
+        return sum(self.burst[n].offering.price_per_hour_usd for n in run.node_ids if n in self.burst)
+
+    def _dirty(self) -> None:
+        self._cache.clear()
+        self.metrics.set_busy(self._busy_onprem())

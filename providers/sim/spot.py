@@ -1,0 +1,173 @@
+"""Spot availability replayed from traces, or from a two-state model calibrated to them.
+
+Trace format (Can't Be Late / SpotHedge): ``{"metadata": {"gap_seconds": G}, "data": [n0, n1, ...]}``,
+one value per tick: how many spot instances could be obtained or kept; 0 = unavailable/preempted.
+The traces carry no licence, so Burster does not ship them: it reads them from ../shared/data when
+present and otherwise uses ``spot_model.json`` (per-trace mean availability and mean up / down run
+lengths, statistics computed by ``calibrate``) to drive a seeded two-state Markov model.
+Offerings borrow a series deterministically: same provider and GPU model first, then same GPU model,
+then any series (stable hash of the offering key), an assumption stated in docs/simulation.md.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import random
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from burster.errors import InputError
+from burster.model import Offering
+
+TRACE_GLOBS = (
+    ("skypilot_spot_traces/availability/1-node/aws-02-15-2023", "aws", "V100"),
+    ("skypilot_spot_traces/availability/1-node/aws-10-26-2022", "aws", ""),
+    ("skypilot_spot_traces/availability/16-node/aws-08-27-2023", "aws", "V100"),
+    ("spothedge_gcp_a100/GCP1", "gcp", "A100"),
+)
+
+
+@dataclass(frozen=True)
+class SpotSeries:
+    name: str
+    provider: str
+    gpu_model: str
+    gap_s: float
+    data: tuple[int, ...]
+
+    @property
+    def span_s(self) -> float:
+        return self.gap_s * len(self.data)
+
+    def available(self, offset_s: float) -> bool:
+        return self.data[int(offset_s // self.gap_s) % len(self.data)] > 0
+
+    def drops(self) -> list[float]:
+        """Offsets (within one span) where availability falls to 0."""
+        d = self.data
+        return [i * self.gap_s for i in range(len(d)) if d[i] == 0 and d[i - 1] > 0]
+
+    def next_drop(self, offset_s: float) -> float:
+        """The first offset >= ``offset_s`` at which availability falls to 0 (inf if never)."""
+        drops = _drops_cache.get(self.name)
+        if drops is None:
+            drops = _drops_cache[self.name] = self.drops()
+        if not drops:
+            return float("inf")
+        span = self.span_s
+        cycle, within = divmod(offset_s, span)
+        i = bisect.bisect_left(drops, within)
+        if i < len(drops):
+            return cycle * span + drops[i]
+        return (cycle + 1) * span + drops[0]
+
+
+_drops_cache: dict[str, list[float]] = {}
+
+
+def _gpu_of(filename: str, default: str) -> str:
+    if default:
+        return default
+    return "K80" if "k80" in filename else "V100" if "v100" in filename else ""
+
+
+def load_series(shared_data: Path) -> list[SpotSeries]:
+    """Every staged spot availability trace under ``shared_data`` (empty if none are there)."""
+    out = []
+    for sub, provider, gpu in TRACE_GLOBS:
+        folder = shared_data / sub
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+            out.append(read_series(path, provider, _gpu_of(path.name, gpu)))
+    return out
+
+
+def read_series(path: Path, provider: str, gpu_model: str) -> SpotSeries:
+    try:
+        doc = json.loads(path.read_text())
+        gap = float(doc["metadata"]["gap_seconds"])
+        data = tuple(int(v) for v in doc["data"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise InputError(f"{path}: not a spot trace ({{metadata: {{gap_seconds}}, data: [...]}}): {err}") \
+            from None
+    if gap <= 0 or not data or min(data) < 0:
+        raise InputError(f"{path}: gap_seconds must be > 0 and data non-empty counts >= 0")
+    return SpotSeries(f"{path.parent.name}/{path.stem}", provider, gpu_model, gap, data)
+
+
+def calibrate(series: Sequence[SpotSeries]) -> list[dict[str, object]]:
+    """Published-statistics summary of each series: what the bundled model ships."""
+    out: list[dict[str, object]] = []
+    for s in series:
+        runs: dict[bool, list[int]] = {True: [], False: []}
+        cur, n = s.data[0] > 0, 0
+        for v in s.data:
+            if (v > 0) == cur:
+                n += 1
+            else:
+                runs[cur].append(n)
+                cur, n = v > 0, 1
+        runs[cur].append(n)
+        mean = {k: (sum(v) / len(v) if v else 0.0) for k, v in runs.items()}
+        out.append({
+            "name": s.name, "provider": s.provider, "gpu_model": s.gpu_model, "gap_s": s.gap_s,
+            "ticks": len(s.data), "availability": round(sum(v > 0 for v in s.data) / len(s.data), 4),
+            "mean_up_s": round(mean[True] * s.gap_s, 1), "mean_down_s": round(mean[False] * s.gap_s, 1),
+        })
+    return out
+
+
+def synthesize(stats: Sequence[dict[str, object]], seed: int) -> list[SpotSeries]:
+    """Two-state Markov series matching each entry's mean up and down run lengths."""
+    out = []
+    for entry in stats:
+        rng = random.Random(f"{seed}:{entry['name']}")
+        gap = float(entry["gap_s"])  # type: ignore[arg-type]
+        p_fail = min(1.0, gap / max(float(entry["mean_up_s"]), gap))  # type: ignore[arg-type]
+        down = float(entry["mean_down_s"])  # type: ignore[arg-type]
+        p_back = min(1.0, gap / max(down, gap)) if down > 0 else 1.0
+        up = rng.random() < float(entry["availability"])  # type: ignore[arg-type]
+        data = []
+        for _ in range(int(entry["ticks"])):  # type: ignore[call-overload]
+            data.append(1 if up else 0)
+            up = (rng.random() >= p_fail) if up else (rng.random() < p_back)
+        out.append(SpotSeries(f"model:{entry['name']}", str(entry["provider"]), str(entry["gpu_model"]),
+                              gap, tuple(data)))
+    return out
+
+
+def series_for(offering: Offering, series: Sequence[SpotSeries]) -> SpotSeries | None:
+    """The availability series an offering replays (deterministic)."""
+    if not series:
+        return None
+    for pick in (lambda s: s.provider == offering.provider and s.gpu_model == offering.gpu_model,
+                 lambda s: s.gpu_model == offering.gpu_model, lambda s: True):
+        cands = [s for s in series if pick(s)]
+        if cands:
+            return cands[zlib.crc32(offering.key.encode()) % len(cands)]
+    return None
+
+
+def load_series_path(path: Path) -> list[SpotSeries]:
+    """A user's spot trace: one JSON file, or every ``*.json`` under a folder (same format).
+
+    The cloud and GPU model are read from the path when it names them (``aws``/``gcp``/``azure``,
+    ``v100``/``a100``/``h100``/...); otherwise the series serves any offering.
+    """
+    if path.is_file():
+        files = [path]
+    elif path.is_dir():
+        files = sorted(path.rglob("*.json"))
+    else:
+        raise InputError(f"spot trace {path} does not exist")
+    if not files:
+        raise InputError(f"no spot trace files (*.json) under {path}")
+    out = []
+    for f in files:
+        low = str(f).lower()
+        provider = next((p for p in ("aws", "gcp", "azure") if p in low), "")
+        gpu = next((g.upper() for g in ("a100", "h100", "h200", "v100", "k80", "t4", "l4") if g in low), "")
+        out.append(read_series(f, provider, gpu))
+    return out
