@@ -1,0 +1,93 @@
+"""The Instance resource both ways: the insert body we send, and Instance -> Node when we read back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from burster.catalog import gcp_gpu_of
+from burster.config import GcpConfig
+from burster.lifecycle import NodeState
+from burster.model import Market, Node, Offering
+from providers.gcp.naming import REQUEST_ID, last_segment, parse_time
+
+DEFAULT_IMAGE = "projects/debian-cloud/global/images/family/debian-12"  # without an instance template
+BOOT_DISK_GB = "200"
+# Hardening that Burster's Terraform templates also set; our metadata replaces the template's.
+HARDENING = {"block-project-ssh-keys": "true", "enable-oslogin": "TRUE", "serial-port-enable": "false"}
+STATES = {
+    "PROVISIONING": NodeState.LAUNCHING, "STAGING": NodeState.LAUNCHING, "PENDING": NodeState.LAUNCHING,
+    "RUNNING": NodeState.READY,
+    "STOPPING": NodeState.TERMINATING, "SUSPENDING": NodeState.TERMINATING,
+    "PENDING_STOP": NodeState.TERMINATING,
+    "SUSPENDED": NodeState.TERMINATED, "TERMINATED": NodeState.TERMINATED,
+    "REPAIRING": NodeState.FAILED,  # host failure: the VM is down until GCE repairs it; replace it
+}
+
+
+def template_for(cfg: GcpConfig, offering: Offering) -> str:
+    """``clouds.gcp.instance_templates`` by GPU class (e.g. "A100"), then machine type, then "default"."""
+    t = cfg.instance_templates
+    return t.get(offering.gpu_model) or t.get(offering.instance_type) or t.get("default", "")
+
+
+def insert_body(cfg: GcpConfig, offering: Offering, name: str, labels: Mapping[str, str],
+                user_data: str, *, with_template: bool) -> dict[str, Any]:
+    """The REST ``Instance`` body of instances.insert (camelCase, as the API documents it)."""
+    spot = offering.market is Market.SPOT
+    scheduling: dict[str, Any] = {
+        "provisioningModel": "SPOT" if spot else "STANDARD", "preemptible": spot,
+        "automaticRestart": not spot, "onHostMaintenance": "TERMINATE",  # GPUs cannot live-migrate
+    }
+    if spot:
+        scheduling["instanceTerminationAction"] = "DELETE"  # a reclaimed VM leaves no billed disk
+    items = [{"key": k, "value": v} for k, v in HARDENING.items()] + [{"key": "user-data", "value": user_data}]
+    body: dict[str, Any] = {
+        "name": name, "machineType": f"zones/{offering.zone}/machineTypes/{offering.instance_type}",
+        "labels": dict(labels), "scheduling": scheduling, "metadata": {"items": items},
+    }
+    if with_template:
+        return body
+    body["disks"] = [{"boot": True, "autoDelete": True, "initializeParams": {
+        "sourceImage": DEFAULT_IMAGE, "diskSizeGb": BOOT_DISK_GB,
+        "diskType": f"zones/{offering.zone}/diskTypes/pd-balanced"}}]
+    nic: dict[str, Any] = {"network": cfg.network or "global/networks/default"}
+    if cfg.subnetwork:
+        nic["subnetwork"] = cfg.subnetwork
+    body["networkInterfaces"] = [nic]
+    if cfg.node_service_account:
+        body["serviceAccounts"] = [{"email": cfg.node_service_account,
+                                    "scopes": ["https://www.googleapis.com/auth/cloud-platform"]}]
+    return body
+
+
+def market_of(inst: Any) -> Market:
+    sched = inst.scheduling
+    return Market.SPOT if sched.provisioning_model == "SPOT" or sched.preemptible else Market.ON_DEMAND
+
+
+def offering_of(inst: Any, catalog: Mapping[tuple[str, str, Market], Offering]) -> Offering:
+    """The catalog Offering of an instance's zone/type/market; else one built from it at price 0."""
+    zone, itype, market = last_segment(inst.zone), last_segment(inst.machine_type), market_of(inst)
+    found = catalog.get((zone, itype, market))
+    if found is not None:
+        return found
+    gpu = gcp_gpu_of(itype)
+    if gpu is None:
+        accels = list(inst.guest_accelerators)
+        gpus = sum(int(a.accelerator_count) for a in accels)
+        gpu = (last_segment(accels[0].accelerator_type) if accels else "", gpus)
+    # At least 1 GPU: Offering.price_per_gpu_hour_usd divides by it.
+    return Offering("gcp", zone.rpartition("-")[0], zone, itype, gpu[0], max(gpu[1], 1), market, 0.0)
+
+
+def node_of(inst: Any, catalog: Mapping[tuple[str, str, Market], Offering], *, deleting: bool,
+            now: datetime) -> Node:
+    state = STATES.get(str(inst.status), NodeState.LAUNCHING)
+    if deleting and state in (NodeState.LAUNCHING, NodeState.READY):
+        state = NodeState.TERMINATING  # delete accepted, status not updated yet
+    labels = dict(inst.labels)
+    return Node(node_id=inst.name, offering=offering_of(inst, catalog), state=state,
+                launched_at=parse_time(inst.creation_timestamp, now),
+                request_id=labels.get(REQUEST_ID, ""), team=labels.get("team", ""))
