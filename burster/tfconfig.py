@@ -1,0 +1,168 @@
+"""Turn ``terraform output -json`` of the example roots under terraform/ into config sections.
+
+Each output of a root is named after a key of one cloud section (``launch_template_ids`` is
+``clouds.aws.launch_template_ids``); an output named after a cloud (``aws``) whose value is an
+object holds that cloud's keys, so ``output "aws" { value = module.burster }`` works too. The
+result is TOML (``[clouds.aws]`` with ``enabled = true``) validated by :func:`parse_config`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from burster.config import AwsConfig, AzureConfig, GcpConfig, parse_config
+from burster.errors import ConfigError, InputError
+
+CLOUD_MODELS: dict[str, type[BaseModel]] = {"aws": AwsConfig, "gcp": GcpConfig, "azure": AzureConfig}
+CLOUDS = tuple(CLOUD_MODELS)
+
+# Config keys an output may be named after, per cloud, in the config's field order.
+OUTPUT_KEYS: dict[str, tuple[str, ...]] = {
+    cloud: tuple(k for k in model.model_fields if k != "enabled") for cloud, model in CLOUD_MODELS.items()
+}
+_OWNER = {key: cloud for cloud, keys in OUTPUT_KEYS.items() for key in keys}
+
+
+def parse_outputs(text: str, source: str) -> dict[str, Any]:
+    """Read ``terraform output -json`` text; return output name -> value, leaving out null values."""
+    if not text.strip():
+        raise InputError(f"{source}: empty input; pipe in `terraform output -json` of an applied root")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(
+            f"{source}: not valid JSON at line {err.lineno}, column {err.colno}: {err.msg}; "
+            "expected the output of `terraform output -json`"
+        ) from None
+    if not isinstance(data, dict):
+        raise InputError(f"{source}: expected a JSON object of outputs, got {type(data).__name__}")
+    if not data:
+        raise InputError(f"{source}: no outputs; run `terraform apply` in the example root first")
+    values: dict[str, Any] = {}
+    for name, entry in data.items():
+        if not isinstance(entry, dict) or "value" not in entry:
+            raise InputError(
+                f"{source}: output {name!r} has no \"value\"; expected `terraform output -json` "
+                "(not `terraform output -json NAME` or `terraform show -json`)"
+            )
+        if entry["value"] is not None:
+            values[name] = entry["value"]
+    return values
+
+
+def _known(cloud: str | None) -> str:
+    clouds = (cloud,) if cloud else CLOUDS
+    return "; ".join(f"clouds.{c}: {', '.join(OUTPUT_KEYS[c])}" for c in clouds)
+
+
+def _place(sections: dict[str, dict[str, Any]], cloud: str, key: str, value: Any, label: str) -> None:
+    section = sections.setdefault(cloud, {})
+    if key in section and section[key] != value:
+        raise ConfigError(f"{label}: clouds.{cloud}.{key} is given twice with different values")
+    section[key] = value
+
+
+def sections_from_outputs(
+    outputs: Mapping[str, Any], source: str, cloud: str | None = None,
+    into: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Sort outputs into cloud sections (cloud -> key -> value); ``cloud`` restricts to one section."""
+    if cloud is not None and cloud not in CLOUD_MODELS:
+        raise ConfigError(f"unknown cloud {cloud!r}; choose one of {', '.join(CLOUDS)}")
+    sections: dict[str, dict[str, Any]] = {} if into is None else into
+    for name, value in outputs.items():
+        if name in CLOUD_MODELS and isinstance(value, dict):
+            pairs: Iterable[tuple[str, str, Any]] = ((name, f"{name}.{k}", v) for k, v in value.items())
+        else:
+            pairs = ((_OWNER.get(name, ""), name, value),)
+        for owner, label, val in pairs:
+            key = label.rsplit(".", 1)[-1]
+            if val is None:
+                continue
+            if key not in OUTPUT_KEYS.get(owner, ()):
+                raise ConfigError(
+                    f"{source}: output {label!r} is not a Burster config key; outputs must be named "
+                    f"after one ({_known(cloud)})"
+                )
+            if cloud is not None and owner != cloud:
+                raise ConfigError(
+                    f"{source}: output {label!r} belongs to [clouds.{owner}], not [clouds.{cloud}]; "
+                    f"drop --cloud {cloud} or pass only the {cloud} root's outputs"
+                )
+            _place(sections, owner, key, val, f"{source}: output {label!r}")
+    return sections
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def _key(key: str) -> str:
+    return key if _BARE_KEY.fullmatch(key) else _string(key)
+
+
+def _string(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_key(str(k))} = {_value(v)}" for k, v in value.items()) + "}"
+    raise ConfigError(f"cannot write {type(value).__name__} value {value!r} as TOML")
+
+
+def render_toml(sections: Mapping[str, Mapping[str, Any]]) -> str:
+    """Write ``[clouds.<cloud>]`` tables, maps as sub-tables, keys in the config's field order."""
+    blocks = []
+    for cloud in CLOUDS:
+        if cloud not in sections:
+            continue
+        section = sections[cloud]
+        order = ("enabled", *OUTPUT_KEYS[cloud])
+        keys = [k for k in order if k in section] + [k for k in section if k not in order]
+        lines = [f"[clouds.{cloud}]"]
+        lines += [f"{k} = {_value(section[k])}" for k in keys if not isinstance(section[k], dict)]
+        for k in keys:
+            if isinstance(section[k], dict):
+                lines += ["", f"[clouds.{cloud}.{k}]"]
+                lines += [f"{_key(str(n))} = {_value(v)}" for n, v in section[k].items()]
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
+def config_from_terraform(sources: Iterable[tuple[str, str]], cloud: str | None = None) -> str:
+    """Turn (source name, ``terraform output -json`` text) pairs into validated TOML config sections."""
+    sections: dict[str, dict[str, Any]] = {}
+    names = []
+    for source, text in sources:
+        names.append(source)
+        sections_from_outputs(parse_outputs(text, source), source, cloud, into=sections)
+    if not sections:
+        raise InputError(f"{', '.join(names) or '<no input>'}: every output is null; nothing to write")
+    for section in sections.values():
+        section["enabled"] = True
+    toml_text = render_toml(sections)
+    parse_config(tomllib.loads(toml_text), source=f"terraform outputs of {', '.join(names)}")
+    return toml_text

@@ -1,0 +1,106 @@
+"""Least-privilege and hardening facts of terraform/modules/gcp and terraform/modules/azure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.terraform.hcl import as_list, module
+
+
+@pytest.fixture(scope="module")
+def gcp() -> Any:
+    return module("gcp")
+
+
+@pytest.fixture(scope="module")
+def azure() -> Any:
+    return module("azure")
+
+
+def test_gcp_custom_role_is_least_privilege(gcp: Any) -> None:
+    perms = gcp.resource("google_project_iam_custom_role", "controller")["permissions"]
+    assert all("*" not in p for p in perms)
+    assert {"compute.instances.create", "compute.instances.delete", "compute.instances.list",
+            "compute.zoneOperations.get", "compute.globalOperations.list"} <= set(perms)
+    # Nothing that manages IAM, networks, templates or other services.
+    assert all(p.startswith("compute.") for p in perms)
+    forbidden = ("setIamPolicy", "firewalls", "compute.networks.", "instanceTemplates.create",
+                 "instanceTemplates.delete")
+    assert not [p for p in perms if any(f in p for f in forbidden)]
+    member = gcp.resource("google_project_iam_member", "controller")
+    assert member["role"] == "${google_project_iam_custom_role.controller.id}"
+
+
+def test_gcp_controller_may_use_only_the_node_account(gcp: Any) -> None:
+    binding = gcp.resource("google_service_account_iam_member", "controller_uses_node")
+    assert binding["service_account_id"] == "${google_service_account.node.name}"
+    assert binding["role"] == "roles/iam.serviceAccountUser"
+    project_roles = [r["role"] for r in gcp.resources["google_project_iam_member"].values()]
+    assert not [r for r in project_roles if "serviceAccount" in r or r in ("roles/owner", "roles/editor")]
+    node_roles = gcp.variables["node_roles"]["default"]
+    assert node_roles == ["roles/logging.logWriter", "roles/monitoring.metricWriter"]
+
+
+def test_gcp_billing_catalog_api_enabled(gcp: Any) -> None:
+    apis = gcp.resource("google_project_service", "apis")
+    assert "cloudbilling.googleapis.com" in apis["for_each"]
+
+
+def test_gcp_template_spot_shielded_private(gcp: Any) -> None:
+    tpl = gcp.resource("google_compute_instance_template", "gpu")
+    sched = as_list(tpl["scheduling"])[0]
+    assert sched["provisioning_model"] == '${each.value.spot ? "SPOT" : "STANDARD"}'
+    assert sched["instance_termination_action"] == '${each.value.spot ? "DELETE" : null}'
+    assert sched["on_host_maintenance"] == "TERMINATE"  # required for GPUs
+    assert "spot" in gcp.variables["gpu_classes"]["type"]
+    shielded = as_list(tpl["shielded_instance_config"])[0]
+    assert shielded["enable_vtpm"] is True and shielded["enable_integrity_monitoring"] is True
+    assert shielded["enable_secure_boot"] == "${var.enable_secure_boot}"
+    assert gcp.variables["enable_secure_boot"]["default"] is True
+    nic = as_list(tpl["network_interface"])[0]
+    assert "access_config" not in nic  # only the dynamic block, off unless external_ip
+    assert as_list(nic["dynamic"])[0]["access_config"]["for_each"] == "${var.external_ip ? [1] : []}"
+    assert gcp.variables["external_ip"]["default"] is False
+    assert tpl["can_ip_forward"] is False
+    assert as_list(tpl["service_account"])[0]["email"] == "${google_service_account.node.email}"
+    assert tpl["metadata"]["block-project-ssh-keys"] == "true"
+    assert gcp.locals["managed_labels"] == {"managed-by": "burster", "burster-cluster": "${var.cluster}"}
+
+
+def test_gcp_firewall_targets_node_account(gcp: Any) -> None:
+    for rule in gcp.resources["google_compute_firewall"].values():
+        assert rule["direction"] == "INGRESS"
+        assert rule["target_service_accounts"] == ["${google_service_account.node.email}"]
+        assert "0.0.0.0/0" not in str(rule)
+    assert gcp.variables["onprem_source_ranges"]["default"] == []
+
+
+def test_azure_custom_role_limited_to_vms_in_group(azure: Any) -> None:
+    role = azure.resource("azurerm_role_definition", "controller")
+    actions = as_list(role["permissions"])[0]["actions"]
+    assert all("*" not in a for a in actions)
+    assert {"Microsoft.Compute/virtualMachines/read", "Microsoft.Compute/virtualMachines/write",
+            "Microsoft.Compute/virtualMachines/delete"} <= set(actions)
+    allowed = ("Microsoft.Compute/virtualMachines/", "Microsoft.Compute/disks/",
+               "Microsoft.Network/networkInterfaces/", "Microsoft.Network/virtualNetworks/subnets/")
+    assert all(a.startswith(allowed) for a in actions)
+    assert not [a for a in actions if "roleAssignments" in a or "Authorization" in a]
+    assert role["scope"] == "${azurerm_resource_group.burster.id}"
+    assert role["assignable_scopes"] == ["${azurerm_resource_group.burster.id}"]
+    assignment = azure.resource("azurerm_role_assignment", "controller")
+    assert assignment["scope"] == "${azurerm_resource_group.burster.id}"
+    assert assignment["principal_id"] == "${azurerm_user_assigned_identity.controller.principal_id}"
+    assert len(azure.resources["azurerm_role_assignment"]) == 1
+
+
+def test_azure_network_and_image(azure: Any) -> None:
+    assoc = azure.resource("azurerm_subnet_network_security_group_association", "nodes")
+    assert assoc["network_security_group_id"] == "${azurerm_network_security_group.nodes.id}"
+    rule = azure.resource("azurerm_network_security_rule", "onprem")
+    assert rule["source_address_prefixes"] == "${var.onprem_source_ranges}"
+    assert "public_ip_address_id" not in str(azure.resources.get("azurerm_network_interface", {}))
+    image = azure.variables["image_reference"]["default"]
+    assert set(image) == {"publisher", "offer", "sku", "version"}
+    assert azure.locals["managed_tags"] == {"managed-by": "burster", "burster-cluster": "${var.cluster}"}
