@@ -1,0 +1,49 @@
+"""Benchmark of the simulator: jobs replayed per wall-clock second through the live reconcile path.
+
+    python -m bench.sim [--quick] [--json]
+
+Quick: the bundled week (about 2k jobs, 18-node pool). Full: the whole Philly MIX1 trace from
+../shared/data (about 31k jobs over 14 days, 150-node pool) when present. Prints
+{jobs, wall_s, jobs_per_s} (a list of them in full mode, quick first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from burster.app import DEMO_TRACE, build_simulation, shared_data_dir
+from burster.config import parse_config
+from burster.sim.engine import run
+from burster.traces import load_trace
+
+
+def measure(trace_path: Any, fmt: str, nodes: int, days: float | None) -> dict[str, Any]:
+    trace = load_trace(trace_path, fmt)
+    sim = build_simulation(parse_config({"pool": {"nodes": nodes}}), trace, policy="burster", seed=0, days=days)
+    t0 = time.perf_counter()
+    passes = run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end)
+    wall = time.perf_counter() - t0
+    jobs: int = sim.world.pool.metrics.jobs  # type: ignore[attr-defined]
+    return {"trace": trace.name, "jobs": jobs, "passes": passes, "wall_s": round(wall, 3),
+            "jobs_per_s": round(jobs / wall, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="only the bundled week")
+    ap.add_argument("--json", action="store_true", help="print JSON")
+    args = ap.parse_args()
+    records = [measure(DEMO_TRACE, "philly", 18, 7.0)]
+    full = shared_data_dir() / "chronus_philly_deadline" / "trace_job_Philly_MIX1.csv.gz"
+    if not args.quick and full.exists():
+        records.append(measure(full, "philly", 150, None))
+    out: Any = records[0] if args.quick else records
+    print(json.dumps(out) if args.json else "\n".join(
+        f"{r['trace']}: {r['jobs']} jobs in {r['wall_s']} s = {r['jobs_per_s']} jobs/s" for r in records))
+
+
+if __name__ == "__main__":
+    main()

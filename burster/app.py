@@ -1,0 +1,156 @@
+"""The one wiring module: configuration -> policies, cost model, adapters, reconciler, simulation."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from burster.catalog import load_catalog
+from burster.clock import FakeClock
+from burster.config import BursterConfig
+from burster.errors import ConfigError
+from burster.interfaces import Policy
+from burster.model import Market, Offering
+from burster.reconciler import Reconciler
+from burster.traces import Trace
+from policies.baselines import (
+    ComputeWaitPolicy,
+    GreedySpotPolicy,
+    OnDemandPolicy,
+    ReservedOnlyPolicy,
+    UniformProgressPolicy,
+)
+from policies.burst import BurstParams
+from policies.burster import BursterParams, BursterPolicy
+from policies.cost import CostModel, CostParams
+from policies.guards import GuardParams
+from policies.reclaim import ReclaimParams
+from providers.sim.spot import SpotSeries, load_series, load_series_path, series_for, synthesize
+
+PROVIDERS = ("aws", "gcp", "azure")
+BUNDLED = Path(__file__).parent / "data"
+DEMO_TRACE = BUNDLED / "traces" / "philly_mix1_week_sample.csv.gz"
+
+
+def shared_data_dir() -> Path:
+    """../shared/data beside the checkout, or $BURSTER_SHARED_DATA."""
+    env = os.environ.get("BURSTER_SHARED_DATA")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def cost_model(config: BursterConfig, rates: dict[str, float] | None = None) -> CostModel:
+    c = config.cost
+    return CostModel(CostParams(
+        onprem_usd_per_gpu_hour=c.onprem_usd_per_gpu_hour, restart_overhead_s=c.restart_overhead_s,
+        wait_value_usd_per_gpu_hour=c.wait_value_usd_per_gpu_hour, deadline_miss_usd=c.deadline_miss_usd,
+        spot_interruptions_per_hour=c.spot_interruptions_per_hour, launch_latency_s=c.launch_latency_s,
+        interruption_rates=rates or {},
+    ))
+
+
+def guard_params(config: BursterConfig) -> GuardParams:
+    b, g = config.budget, config.guards
+    return GuardParams(
+        total_budget_usd=b.total_usd, team_budget_usd=dict(b.team_usd), soft_fraction=b.soft_fraction,
+        max_nodes=g.max_nodes, max_launches_per_minute=g.max_launches_per_minute,
+        protected_node_ids=frozenset(g.protected_node_ids), idle_ttl_s=config.policy.idle_ttl_s,
+    )
+
+
+def _burster(config: BursterConfig, cost: CostModel) -> Policy:
+    p = config.policy
+    return BursterPolicy(cost, BursterParams(
+        burst=BurstParams(max_wait_s=p.max_wait_s, deadline_margin_s=p.deadline_margin_s, prewarm=p.prewarm),
+        reclaim=ReclaimParams(idle_ttl_s=p.idle_ttl_s, tick_s=config.controller.tick_s,
+                              move_back=p.reclaim_to_onprem),
+        guards=guard_params(config),
+    ))
+
+
+POLICIES: dict[str, Callable[[BursterConfig, CostModel], Policy]] = {
+    "burster": _burster,
+    "reserved-only": lambda config, cost: ReservedOnlyPolicy(cost, guard_params(config)),
+    "on-demand": lambda config, cost: OnDemandPolicy(cost, guard_params(config)),
+    "greedy-spot": lambda config, cost: GreedySpotPolicy(cost, guard_params(config)),
+    "uniform-progress": lambda config, cost: UniformProgressPolicy(cost, guard_params(config)),
+    "compute-wait": lambda config, cost: ComputeWaitPolicy(cost, guard_params(config)),
+}
+
+
+def build_policy(name: str, config: BursterConfig, cost: CostModel) -> Policy:
+    if name not in POLICIES:
+        raise ConfigError(f"unknown policy {name!r}; valid: {', '.join(POLICIES)}")
+    return POLICIES[name](config, cost)
+
+
+def spot_series(seed: int, spot_dir: Path | None = None) -> tuple[list[SpotSeries], str]:
+    """Real spot traces when present, else the bundled calibrated model. Returns (series, source)."""
+    import json
+
+    if spot_dir is not None:
+        return load_series_path(spot_dir), f"traces in {spot_dir}"
+    root = shared_data_dir()
+    real = load_series(root)
+    if real:
+        return real, f"traces in {root}"
+    stats = json.loads((BUNDLED / "spot_model.json").read_text())["series"]
+    return synthesize(stats, seed), "bundled model calibrated to the public spot traces"
+
+
+def interruption_rates(offerings: Sequence[Offering], series: Sequence[SpotSeries]) -> dict[str, float]:
+    """Observed interruptions per hour of each spot offering's series (drops per available hour)."""
+    rates: dict[str, float] = {}
+    per_series: dict[str, float] = {}
+    for o in offerings:
+        if o.market is not Market.SPOT:
+            continue
+        s = series_for(o, series)
+        if s is None:
+            continue
+        if s.name not in per_series:
+            up_h = sum(v > 0 for v in s.data) * s.gap_s / 3600.0
+            per_series[s.name] = len(s.drops()) / up_h if up_h else 10.0
+        rates[o.key] = per_series[s.name]
+    return rates
+
+
+@dataclass
+class Simulation:
+    world: object
+    reconciler: Reconciler
+    clock: FakeClock
+    end: datetime
+    pool_gpus: int
+    spot_source: str
+
+
+def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: int,
+                     prices: Path | None = None, spot_dir: Path | None = None,
+                     providers: Sequence[str] = PROVIDERS, days: float | None = None,
+                     start_day: float = 0.0) -> Simulation:
+    from providers.sim.world import SimWorld
+
+    unknown = [p for p in providers if p not in PROVIDERS]
+    if unknown:
+        raise ConfigError(f"unknown provider(s) {', '.join(unknown)}; valid: {', '.join(PROVIDERS)}")
+    start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
+    end = trace.end if days is None else start + timedelta(days=days)
+    model = config.pool.gpu_model
+    jobs = [j if j.gpu_model else replace(j, gpu_model=model) for j in trace.jobs if start <= j.submitted_at < end]
+    offerings = load_catalog(prices, providers) if prices else load_catalog(providers=providers)
+    series, source = spot_series(seed, spot_dir)
+    cost = cost_model(config, interruption_rates(offerings, series))
+    clock = FakeClock(start)
+    world = SimWorld(clock=clock, jobs=jobs, offerings=offerings, providers=providers,
+                     pool_nodes=config.pool.nodes, gpus_per_node=config.pool.gpus_per_node,
+                     gpu_model=model, series=series, seed=seed)
+    world.pool.metrics.window_end = end
+    reconciler = Reconciler(providers=world.clouds, pool=world.pool, policy=build_policy(policy, config, cost),
+                            clock=clock)
+    drain_end = end + timedelta(days=7)  # let the last jobs finish
+    return Simulation(world, reconciler, clock, drain_end, config.pool.nodes * config.pool.gpus_per_node,
+                      source)
+

@@ -1,0 +1,38 @@
+"""How each cloud turns seconds run into seconds billed (contract module: standard library only).
+
+AWS and GCP bill Linux VMs per second with a 60 s minimum. Azure bills per full minute a VM runs,
+extra seconds free: "If my virtual machine ran for 6 minutes and 45 seconds, how much will I be
+billed? We bill for each full minute your VM runs ... you'll be billed for 6 minutes"
+(azure.microsoft.com/en-us/resources/knowledge-center/if-my-virtual-machine-ran-for-6-minutes-and-45/).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class BillingRule:
+    increment_s: float
+    minimum_s: float
+    round_up: bool = True
+
+    def billed_s(self, run_s: float) -> float:
+        if run_s <= 0:
+            return 0.0
+        units = run_s / self.increment_s
+        whole = math.ceil(units - 1e-9) if self.round_up else math.floor(units + 1e-9)
+        return max(whole * self.increment_s, self.minimum_s)
+
+
+BILLING: dict[str, BillingRule] = {
+    "aws": BillingRule(increment_s=1, minimum_s=60),
+    "gcp": BillingRule(increment_s=1, minimum_s=60),
+    "azure": BillingRule(increment_s=60, minimum_s=0, round_up=False),
+}
+DEFAULT_BILLING = BillingRule(increment_s=1, minimum_s=60)
+
+
+def billing_rule(provider: str) -> BillingRule:
+    return BILLING.get(provider, DEFAULT_BILLING)

@@ -1,0 +1,140 @@
+"""``burster simulate``: replay a job trace through the live reconcile path and summarize it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from burster.config import load_config, parse_config
+from burster.errors import ConfigError
+from burster.reconciler import PassReport
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "simulate", help="replay a job trace against a policy and report cost, waits and misses",
+        description="Replay a job trace through the same reconcile code the controller runs, with a "
+                    "fake clock, simulated clouds (prices from the catalog, spot availability from "
+                    "traces) and a simulated on-prem pool.",
+    )
+    p.add_argument("--demo", action="store_true",
+                   help="a week of the bundled Philly-derived trace on an 18-node pool (no setup needed)")
+    p.add_argument("--trace", type=Path, help="job trace file (see docs/traces.md for formats)")
+    p.add_argument("--trace-format", help="trace format name (default: detected from the file name)")
+    p.add_argument("--config", type=Path, help="burster TOML config (pool, cost, policy, budget, guards)")
+    p.add_argument("--policy", help="policy name (default: the config's, 'burster')")
+    p.add_argument("--pool-nodes", type=int, help="on-prem nodes (overrides pool.nodes)")
+    p.add_argument("--gpus-per-node", type=int, help="GPUs per on-prem node (overrides pool.gpus_per_node)")
+    p.add_argument("--prices", type=Path, help="price catalog folder or file (default: bundled catalog)")
+    p.add_argument("--spot", type=Path, help="folder holding spot traces (default: ../shared/data)")
+    p.add_argument("--providers", default="aws,gcp,azure", help="clouds to burst to (comma-separated)")
+    p.add_argument("--days", type=float, help="length of the window to replay (default: whole trace)")
+    p.add_argument("--start-day", type=float, default=0.0, help="window start, in days from trace start")
+    p.add_argument("--seed", type=int, default=0, help="seed for launch latency and the spot model")
+    p.add_argument("--explain", action="store_true", help="print every decision with its reason")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.set_defaults(func=main)
+
+
+def _config(args: argparse.Namespace) -> Any:
+    base = load_config(args.config)
+    data = base.model_dump()
+    if args.demo and args.pool_nodes is None:
+        data["pool"]["nodes"] = 18
+    if args.pool_nodes is not None:
+        data["pool"]["nodes"] = args.pool_nodes
+    if args.gpus_per_node is not None:
+        data["pool"]["gpus_per_node"] = args.gpus_per_node
+    if args.policy:
+        data["policy"]["name"] = args.policy
+    return parse_config(data, "command-line options")
+
+
+def main(args: argparse.Namespace) -> int:
+    from burster.app import DEMO_TRACE, build_simulation
+    from burster.sim.engine import run
+    from burster.sim.summary import summarize
+    from burster.traces import load_trace
+
+    if not args.demo and args.trace is None:
+        raise ConfigError("give a trace with --trace PATH, or use --demo for the bundled sample")
+    config = _config(args)
+    trace_path = DEMO_TRACE if args.demo and args.trace is None else args.trace
+    trace = load_trace(trace_path, args.trace_format or ("philly" if args.demo else None))
+    days = args.days if args.days is not None else (7.0 if args.demo else None)
+    sim = build_simulation(config, trace, policy=config.policy.name, seed=args.seed, prices=args.prices,
+                           spot_dir=args.spot, providers=[p.strip() for p in args.providers.split(",")],
+                           days=days, start_day=args.start_day)
+    on_pass = _explainer() if args.explain else None
+    started = time.perf_counter()
+    passes = _run_with_progress(sim, run, on_pass, quiet=args.json or args.explain)
+    wall = time.perf_counter() - started
+    world: Any = sim.world
+    result = summarize(metrics=world.pool.metrics, ledger=sim.reconciler.state.ledger,
+                       launches=sum(c.launches for c in world.clouds.values()), passes=passes,
+                       policy=config.policy.name, trace=trace.name, pool_gpus=sim.pool_gpus, seed=args.seed,
+                       wall_s=wall)
+    result["spot_source"] = sim.spot_source
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        _print_table(result)
+    return 0
+
+
+def _explainer() -> Any:
+    def on_pass(report: PassReport) -> None:
+        for line in report.plan.explain():
+            print(f"{report.now:%Y-%m-%d %H:%M:%S}  {line}")
+        for err in report.errors:
+            print(f"{report.now:%Y-%m-%d %H:%M:%S}  error: {err}")
+    return on_pass
+
+
+def _run_with_progress(sim: Any, run: Any, on_pass: Any, *, quiet: bool) -> int:
+    if quiet or not sys.stderr.isatty():
+        return int(run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end, on_pass=on_pass))
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    start = sim.clock.now()
+    total_s = (sim.end - start).total_seconds()
+    with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.fields[day]}"),
+                  TimeElapsedColumn(), transient=True) as bar:
+        task = bar.add_task("sim", total=total_s, day="")
+
+        def on_progress(t: Any) -> None:
+            done = (t - start).total_seconds()
+            bar.update(task, completed=done, day=f"{t:%Y-%m-%d %H:%M}")
+
+        return int(run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end, on_pass=on_pass,
+                       on_progress=on_progress))
+
+
+def _print_table(r: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"burster simulate: {r['policy']} on {r['trace']} ({r['pool_gpus']} reserved GPUs)")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    rows = [
+        ("jobs (finished / started on cloud)", f"{r['jobs']} ({r['jobs_finished']} / {r['jobs_started_on_cloud']})"),
+        ("cloud $ total", f"{r['cloud_usd']:,.2f}"),
+        ("cloud $ spot / on-demand", f"{r['cloud_usd_spot']:,.2f} / {r['cloud_usd_on_demand']:,.2f}"),
+        *[(f"cloud $ {k}", f"{v:,.2f}") for k, v in r["cloud_usd_by_provider"].items()],
+        ("on-prem utilization", f"{r['onprem_utilization']:.1%}"),
+        ("wait p50 / p95 / p99", f"{r['wait_p50_s']:.0f}s / {r['wait_p95_s']:.0f}s / {r['wait_p99_s']:.0f}s"),
+        ("deadline misses (strict)", f"{r['deadline_misses']} ({r['hard_deadline_misses']})"),
+        ("preemptions / reclaims", f"{r['preemptions']} / {r['reclaims']}"),
+        ("lost GPU-hours", f"{r['lost_gpu_hours']:.1f}"),
+        ("nodes launched", str(r["launches"])),
+        ("reconcile passes / wall time", f"{r['reconcile_passes']} / {r['wall_s']:.1f}s"),
+        ("spot availability from", r["spot_source"]),
+    ]
+    for k, v in rows:
+        t.add_row(k, v)
+    Console().print(t)

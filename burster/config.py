@@ -1,0 +1,150 @@
+"""Configuration: one TOML file validated by pydantic. Unknown keys are errors (typos fail loudly).
+
+Every section has defaults, so an empty file is a valid simulation config. Cloud sections hold
+identifiers (launch templates, subnets, projects), never secrets: credentials come from each SDK's
+usual chain (environment, profile, managed identity).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from burster.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PoolConfig(_Section):
+    kind: str = "sim"
+    nodes: int = Field(default=16, ge=0, le=100_000)
+    gpus_per_node: int = Field(default=8, ge=1, le=64)
+    gpu_model: str = "V100"
+
+
+class CostConfig(_Section):
+    onprem_usd_per_gpu_hour: float = Field(default=1.20, ge=0, le=100)
+    restart_overhead_s: float = Field(default=300.0, ge=0, le=86_400)
+    wait_value_usd_per_gpu_hour: float = Field(default=2.5, ge=0, le=1000)
+    deadline_miss_usd: float = Field(default=500.0, ge=0)
+    spot_interruptions_per_hour: float = Field(default=0.05, ge=0, le=10)
+    launch_latency_s: float = Field(default=180.0, ge=0, le=3600)
+
+
+class PolicyConfig(_Section):
+    name: str = "burster"
+    idle_ttl_s: float = Field(default=300.0, ge=0, le=86_400)
+    max_wait_s: float = Field(default=600.0, ge=0, le=7 * 86_400)
+    deadline_margin_s: float = Field(default=900.0, ge=0, le=86_400)
+    prewarm: bool = True
+    reclaim_to_onprem: bool = True
+
+
+class BudgetConfig(_Section):
+    total_usd: float | None = Field(default=None, ge=0)
+    team_usd: dict[str, float] = Field(default_factory=dict)
+    soft_fraction: float = Field(default=0.8, gt=0, le=1)
+
+
+class GuardConfig(_Section):
+    max_nodes: int = Field(default=256, ge=0, le=100_000)
+    max_launches_per_minute: int = Field(default=60, ge=0, le=10_000)
+    protected_node_ids: tuple[str, ...] = ()
+
+
+class AwsConfig(_Section):
+    enabled: bool = False
+    regions: tuple[str, ...] = ("us-east-1",)
+    launch_template_ids: dict[str, str] = Field(default_factory=dict)  # gpu class -> lt id
+    subnet_ids: tuple[str, ...] = ()
+    security_group_ids: tuple[str, ...] = ()
+    instance_profile_arn: str = ""
+    interruption_queue_url: str = ""
+    endpoint_url: str = ""  # for moto or a VPC endpoint
+
+
+class GcpConfig(_Section):
+    enabled: bool = False
+    project: str = ""
+    zones: tuple[str, ...] = ()
+    instance_templates: dict[str, str] = Field(default_factory=dict)  # gpu class -> template URL
+    node_service_account: str = ""
+    network: str = ""
+    subnetwork: str = ""
+    api_endpoint: str = ""
+
+
+class AzureConfig(_Section):
+    enabled: bool = False
+    subscription_id: str = ""
+    resource_group: str = ""
+    location: str = ""
+    subnet_id: str = ""
+    identity_id: str = ""
+    image_reference: dict[str, str] = Field(default_factory=dict)
+    base_url: str = ""
+
+
+class CloudsConfig(_Section):
+    aws: AwsConfig = AwsConfig()
+    gcp: GcpConfig = GcpConfig()
+    azure: AzureConfig = AzureConfig()
+
+
+class StoreConfig(_Section):
+    url: str = "sqlite:///burster.db"
+
+
+class ControllerConfig(_Section):
+    cluster: str = Field(default="default", min_length=1, max_length=63, pattern=r"^[a-z0-9][a-z0-9-]*$")
+    tick_s: float = Field(default=10.0, gt=0, le=3600)
+
+
+class BursterConfig(_Section):
+    pool: PoolConfig = PoolConfig()
+    cost: CostConfig = CostConfig()
+    policy: PolicyConfig = PolicyConfig()
+    budget: BudgetConfig = BudgetConfig()
+    guards: GuardConfig = GuardConfig()
+    clouds: CloudsConfig = CloudsConfig()
+    store: StoreConfig = StoreConfig()
+    controller: ControllerConfig = ControllerConfig()
+
+
+def _describe(err: ValidationError, source: str) -> str:
+    lines = [f"invalid configuration in {source}:"]
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"])
+        got = e.get("input")
+        shown = "" if isinstance(got, dict) else f" (got {got!r})"
+        if e["type"] == "extra_forbidden":
+            lines.append(f"  {key}: unknown key; check its spelling against docs/config.md")
+        else:
+            lines.append(f"  {key}: {e['msg']}{shown}")
+    return "\n".join(lines)
+
+
+def parse_config(data: dict[str, Any], source: str = "<config>") -> BursterConfig:
+    """Validate a config mapping; raise ConfigError naming each bad key and its allowed range."""
+    try:
+        return BursterConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_describe(err, source)) from None
+
+
+def load_config(path: Path | None) -> BursterConfig:
+    """Load a TOML config file; ``None`` gives the defaults."""
+    if path is None:
+        return BursterConfig()
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"config file {path} is not valid TOML: {err}") from None
+    return parse_config(data, str(path))

@@ -1,0 +1,118 @@
+"""The reconciler's book of cloud nodes: records merged with what clouds and the pool report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+
+from burster.billing import billing_rule
+from burster.lifecycle import TRANSITIONS, NodeState
+from burster.model import Node, Placement
+from burster.plan import Launch
+from burster.state import LedgerEntry, MemoryState, NodeRecord
+
+# The path a record takes to reach a state the cloud reports, through legal transitions only.
+_FORWARD = (NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY)
+
+
+class NodeBook:
+    def __init__(self, state: MemoryState) -> None:
+        self.state = state
+
+    def adopt(self, nodes: Iterable[Node], launch: Launch | None, now: datetime) -> None:
+        """Record nodes a launch returned (or that a listing found, after a crash)."""
+        for n in nodes:
+            if n.node_id in self.state.nodes:
+                continue
+            self.state.add_node(NodeRecord(
+                node_id=n.node_id, provider=n.offering.provider, offering=n.offering,
+                request_id=n.request_id, launched_at=n.launched_at or now,
+                state=NodeState.REQUESTED,
+                for_job=launch.job_id if launch else None,
+                team=launch.team if launch else n.team,
+                project=launch.project if launch else "",
+                sprint=launch.sprint if launch else "",
+                reason=launch.reason if launch else "adopted: tagged by this controller",
+            ))
+            self.follow(n.node_id, n.state)
+
+    def follow(self, node_id: str, cloud_state: NodeState) -> None:
+        """Move a record forward to the state its cloud reports (LAUNCHING/READY)."""
+        rec = self.state.nodes[node_id]
+        if cloud_state not in _FORWARD or rec.state not in _FORWARD:
+            return
+        target = _FORWARD.index(cloud_state)
+        for step in _FORWARD[_FORWARD.index(rec.state) + 1: target + 1]:
+            self.state.move(node_id, step)
+
+    def mark(self, node_id: str, state: NodeState) -> None:
+        rec = self.state.nodes.get(node_id)
+        if rec is None or rec.state is state:
+            return
+        if state not in TRANSITIONS[rec.state] and rec.state in _FORWARD[:-1]:
+            self.follow(node_id, NodeState.READY)  # e.g. terminating a node still booting
+        if state in TRANSITIONS[self.state.nodes[node_id].state]:
+            self.state.move(node_id, state)
+
+    def sync(self, now: datetime, listed: Mapping[str, Sequence[Node]], degraded: set[str],
+             charge: Callable[[str, datetime], None]) -> None:
+        """Merge provider listings: adopt unknown tagged nodes, follow states, end vanished ones."""
+        for provider, nodes in listed.items():
+            seen = set()
+            for n in nodes:
+                seen.add(n.node_id)
+                if n.node_id not in self.state.nodes:
+                    intent = self.state.intents.get(n.request_id)
+                    self.adopt([n], intent, now)
+                elif n.state in (NodeState.TERMINATED, NodeState.FAILED):
+                    self.ended(n.node_id, n.ended_at or now, charge)
+                else:
+                    self.follow(n.node_id, n.state)
+            for rec in self.state.live():
+                if rec.provider == provider and rec.node_id not in seen and provider not in degraded:
+                    self.ended(rec.node_id, now, charge)  # gone: preempted or removed outside us
+
+    def ended(self, node_id: str, now: datetime, charge: Callable[[str, datetime], None]) -> None:
+        rec = self.state.nodes.get(node_id)
+        if rec is None or rec.state in (NodeState.TERMINATED, NodeState.FAILED):
+            return
+        if rec.state is not NodeState.TERMINATING:
+            self.state.move(node_id, NodeState.FAILED if rec.state is NodeState.REQUESTED
+                            else NodeState.TERMINATING)
+        if self.state.nodes[node_id].state is NodeState.TERMINATING:
+            self.state.move(node_id, NodeState.TERMINATED, ended_at=now)
+        charge(node_id, now)
+        self.state.tickets.pop(node_id, None)
+
+    def snapshot_nodes(self, now: datetime, running: Sequence[Placement]) -> tuple[Node, ...]:
+        job_of = {node_id: p.job.job_id for p in running if p.on_cloud for node_id in p.node_ids}
+        out = []
+        for rec in self.state.live():
+            job = job_of.get(rec.node_id)
+            if job is None and rec.idle_since is None and rec.state is NodeState.READY:
+                self.state.update(rec.node_id, idle_since=now)
+            elif job is not None and rec.idle_since is not None:
+                self.state.update(rec.node_id, idle_since=None)
+            rec = self.state.nodes[rec.node_id]
+            for_job = rec.for_job
+            if for_job is not None and job is not None and job != for_job:
+                for_job = None
+            out.append(Node(rec.node_id, rec.offering, rec.state, rec.launched_at, rec.request_id,
+                            job_id=job, for_job=for_job, idle_since=rec.idle_since, team=rec.team))
+        out.sort(key=lambda n: n.node_id)
+        return tuple(out)
+
+    def accrued_usd(self, rec: NodeRecord, now: datetime) -> float:
+        run_s = (now - rec.launched_at).total_seconds()
+        return rec.offering.price_per_hour_usd * billing_rule(rec.provider).billed_s(run_s) / 3600.0
+
+    def ledger_entry(self, node_id: str, end: datetime) -> LedgerEntry:
+        rec = self.state.nodes[node_id]
+        run_s = max((end - rec.launched_at).total_seconds(), 0.0)
+        billed = billing_rule(rec.provider).billed_s(run_s)
+        usd = Decimal(str(rec.offering.price_per_hour_usd)) * Decimal(billed) / Decimal(3600)
+        o = rec.offering
+        return LedgerEntry(node_id, rec.provider, o.market.value, o.instance_type, o.region, rec.team,
+                           rec.project, rec.sprint, rec.reason, rec.launched_at, end, billed,
+                           usd.quantize(Decimal("0.000001")))

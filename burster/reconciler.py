@@ -1,0 +1,227 @@
+"""One reconcile pass: observe -> decide -> actuate -> record. Used unchanged by the simulator.
+
+- observe never raises: a provider whose reads fail is marked degraded (nothing there is reclaimed).
+- decide is the policy's pure function of the Snapshot (guards included).
+- actuate writes intents before calling out, uses the plan's request ids, and reports a failing
+  action instead of stopping the pass; capacity errors block the offering for ``block_s``.
+- record charges the ledger for every node that ended and emits one decision event per action.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from burster.clock import Clock
+from burster.errors import CapacityError, PartialLaunchError, ProviderError, QuotaError
+from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
+from burster.lifecycle import NodeState
+from burster.model import Interruption, Node, Offering, Placement, Signal, Snapshot, Spend
+from burster.plan import Checkpoint, Drain, Launch, Plan, Terminate
+from burster.reconcile_nodes import NodeBook
+from burster.state import MemoryState
+
+log = logging.getLogger("burster.reconcile")
+
+
+@dataclass
+class PassReport:
+    """What one pass saw and did; the simulator and the service both read it."""
+
+    now: datetime
+    plan: Plan
+    errors: list[str] = field(default_factory=list)
+    launched_nodes: int = 0
+
+
+class Reconciler:
+    def __init__(
+        self,
+        *,
+        providers: Mapping[str, CloudProvider],
+        pool: Pool,
+        policy: Policy,
+        clock: Clock,
+        state: MemoryState | None = None,
+        signals: Sequence[SignalSource] = (),
+        block_s: float = 600.0,
+        on_event: Callable[[str], None] | None = None,
+    ) -> None:
+        self.providers = dict(sorted(providers.items()))
+        self.pool = pool
+        self.policy = policy
+        self.clock = clock
+        self.state = state or MemoryState()
+        self.signal_sources = tuple(signals)
+        self.block_s = block_s
+        self.on_event = on_event
+        self.nodes = NodeBook(self.state)
+        self._offerings: dict[str, Sequence[Offering]] = {}
+        self._parts: tuple[Sequence[Offering], ...] = ()
+        self._combined: tuple[Offering, ...] = ()
+
+    # --- the pass ------------------------------------------------------------------------------
+    def run_once(self) -> PassReport:
+        snapshot = self.observe()
+        plan = self.policy.decide(snapshot)
+        report = PassReport(snapshot.now, plan)
+        self.actuate(plan, snapshot, report)
+        self.record(report)
+        return report
+
+    # --- observe -------------------------------------------------------------------------------
+    def observe(self) -> Snapshot:
+        now = self.clock.now()
+        degraded: set[str] = set()
+        listed: dict[str, Sequence[Node]] = {}
+        notices: list[Interruption] = []
+        for name, provider in self.providers.items():
+            try:
+                listed[name] = provider.list_nodes()
+                notices += provider.interruptions()
+                self._offerings[name] = provider.offerings()
+            except ProviderError as err:
+                degraded.add(name)
+                log.warning("provider %s degraded this pass: %s", name, err)
+        running = tuple(self.pool.running())
+        self.nodes.sync(now, listed, degraded, self._charge)
+        self._poll_checkpoints(now)
+        cloud_nodes = self.nodes.snapshot_nodes(now, running)
+        return Snapshot(
+            now=now,
+            pending=tuple(self.pool.pending()),
+            running=running,
+            pool_nodes=tuple(self.pool.nodes()),
+            cloud_nodes=cloud_nodes,
+            offerings=self._all_offerings(),
+            signals=self._signals(now),
+            interruptions=tuple(notices),
+            blocked_offerings=frozenset(k for k, until in self.state.blocked.items() if until > now),
+            degraded_providers=frozenset(degraded),
+            spend=self._spend(now),
+        )
+
+    def _all_offerings(self) -> tuple[Offering, ...]:
+        """All providers' offerings; the same tuple object while no provider's list changed."""
+        parts = tuple(self._offerings.get(name, ()) for name in self.providers)
+        if len(parts) != len(self._parts) or any(a is not b for a, b in zip(parts, self._parts, strict=True)):
+            self._parts = parts
+            self._combined = tuple(o for part in parts for o in part)
+        return self._combined
+
+    def _signals(self, now: datetime) -> tuple[Signal, ...]:
+        out: list[Signal] = []
+        for source in self.signal_sources:
+            try:
+                out += source.signals(now)
+            except ProviderError as err:
+                log.warning("signal source failed this pass: %s", err)
+        return tuple(out)
+
+    def _spend(self, now: datetime) -> Spend:
+        st = self.state
+        by_team = dict(st.spent_by_team)
+        total = st.spent_usd
+        for rec in st.live():
+            usd = self.nodes.accrued_usd(rec, now)
+            total += usd
+            by_team[rec.team] = by_team.get(rec.team, 0.0) + usd
+        minute_ago = now - timedelta(seconds=60)
+        st.launch_times = [t for t in st.launch_times if t > minute_ago]
+        return Spend(total, tuple(sorted(by_team.items())), len(st.launch_times))
+
+    def _poll_checkpoints(self, now: datetime) -> None:
+        for node_id in sorted(self.state.tickets):
+            ticket = self.pool.checkpoint(node_id, self.state.tickets[node_id].deadline)
+            self.state.tickets[node_id] = ticket
+            if ticket.done or now >= ticket.deadline:
+                del self.state.tickets[node_id]
+                self._drain_and_terminate(node_id, "checkpoint done" if ticket.done else "checkpoint timed out")
+
+    # --- actuate -------------------------------------------------------------------------------
+    def actuate(self, plan: Plan, snapshot: Snapshot, report: PassReport) -> None:
+        for action in plan.actions:
+            try:
+                if isinstance(action, Launch):
+                    report.launched_nodes += self._launch(action, snapshot.now)
+                elif isinstance(action, Terminate):
+                    for node_id in action.node_ids:
+                        self._drain_and_terminate(node_id, action.reason)
+                elif isinstance(action, Checkpoint):
+                    self._checkpoint(action)
+                elif isinstance(action, Drain):
+                    self.pool.drain(action.node_id)
+                    self.nodes.mark(action.node_id, NodeState.DRAINING)
+            except ProviderError as err:
+                report.errors.append(f"{type(action).__name__.lower()} failed: {err}")
+                log.warning("action failed (will retry next pass): %s", err)
+
+    def _launch(self, a: Launch, now: datetime) -> int:
+        provider = self.providers[a.offering.provider]
+        base = a.request_id
+        tries = self.state.failed_requests.get(base, 0)
+        if tries:  # clouds remember a failed request id (EC2 ClientToken): a new attempt needs a new id
+            a = replace(a, request_id=f"{a.request_id}-r{tries}")
+        self.state.put_intent(a)
+        tags = (("team", a.team), ("project", a.project), ("sprint", a.sprint), ("job", a.job_id or ""))
+        labels = {k: v for k, v in tags if v}
+        try:
+            nodes = provider.launch(a.offering, a.count, request_id=a.request_id, labels=labels)
+        except PartialLaunchError as err:
+            got = [n for n in err.nodes if isinstance(n, Node)]
+            self._block(a.offering.key, now)
+            self.nodes.adopt(got, a, now)
+            if a.job_id is not None:  # a gang runs on all its nodes or none: give partial ones back
+                for n in got:
+                    self._drain_and_terminate(n.node_id, f"partial gang launch for {a.job_id}")
+            self.state.clear_intent(a.request_id)
+            raise
+        except (CapacityError, QuotaError):
+            self._block(a.offering.key, now)
+            self.state.clear_intent(a.request_id)
+            self.state.failed_requests[base] = tries + 1
+            raise
+        self.nodes.adopt(nodes, a, now)
+        self.state.clear_intent(a.request_id)
+        self.state.launch_times += [now] * len(nodes)
+        return len(nodes)
+
+    def _block(self, key: str, now: datetime) -> None:
+        self.state.blocked[key] = now + timedelta(seconds=self.block_s)
+
+    def _checkpoint(self, a: Checkpoint) -> None:
+        rec = self.state.nodes.get(a.node_id)
+        if rec is None or a.node_id in self.state.tickets:
+            return
+        self.nodes.mark(a.node_id, NodeState.CHECKPOINTING)
+        self.state.tickets[a.node_id] = self.pool.checkpoint(a.node_id, a.deadline)
+
+    def _drain_and_terminate(self, node_id: str, reason: str) -> None:
+        rec = self.state.nodes.get(node_id)
+        if rec is None or rec.state in (NodeState.TERMINATED, NodeState.FAILED):
+            return
+        if rec.state is not NodeState.TERMINATING:
+            if rec.state in (NodeState.READY, NodeState.CHECKPOINTING):
+                self.pool.drain(node_id)
+                self.nodes.mark(node_id, NodeState.DRAINING)
+            self.nodes.mark(node_id, NodeState.TERMINATING)
+        self.providers[rec.provider].terminate([node_id], request_id=f"term-{node_id}")
+        self.nodes.ended(node_id, self.clock.now(), self._charge)
+
+    def _charge(self, node_id: str, end: datetime) -> None:
+        self.state.charge(self.nodes.ledger_entry(node_id, end))
+
+    # --- record --------------------------------------------------------------------------------
+    def record(self, report: PassReport) -> None:
+        if self.on_event is None:
+            return
+        for line in report.plan.explain():
+            self.on_event(f"{report.now:%Y-%m-%d %H:%M:%S} {line}")
+        for err in report.errors:
+            self.on_event(f"{report.now:%Y-%m-%d %H:%M:%S} error: {err}")
+
+
+def placements_by_node(running: Sequence[Placement]) -> dict[str, Placement]:
+    return {node_id: p for p in running for node_id in p.node_ids}

@@ -1,0 +1,104 @@
+"""Controller state between passes: launch intents, node records, checkpoint tickets, the ledger.
+
+``MemoryState`` keeps it in memory (the simulator, tests). The reconciler writes a launch intent
+*before* calling the cloud, so a crash between the two is recovered on the next pass: nodes tagged
+with the intent's request id are adopted instead of launched again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from decimal import Decimal
+
+from burster.lifecycle import NodeState, transition
+from burster.model import CheckpointTicket, Offering
+from burster.plan import Launch
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    """What the controller knows about one node beyond what its cloud reports."""
+
+    node_id: str
+    provider: str
+    offering: Offering
+    request_id: str
+    launched_at: datetime
+    state: NodeState
+    for_job: str | None = None
+    team: str = ""
+    project: str = ""
+    sprint: str = ""
+    reason: str = ""
+    idle_since: datetime | None = None
+    ended_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """Money one node cost, attributed to who and what caused it. USD as Decimal."""
+
+    node_id: str
+    provider: str
+    market: str
+    instance_type: str
+    region: str
+    team: str
+    project: str
+    sprint: str
+    reason: str
+    start: datetime
+    end: datetime
+    billed_s: float
+    usd: Decimal
+
+
+@dataclass
+class MemoryState:
+    intents: dict[str, Launch] = field(default_factory=dict)
+    nodes: dict[str, NodeRecord] = field(default_factory=dict)
+    tickets: dict[str, CheckpointTicket] = field(default_factory=dict)
+    ledger: list[LedgerEntry] = field(default_factory=list)
+    blocked: dict[str, datetime] = field(default_factory=dict)  # offering key -> blocked until
+    launch_times: list[datetime] = field(default_factory=list)
+    failed_requests: dict[str, int] = field(default_factory=dict)  # plan request id -> failed attempts
+    spent_usd: float = 0.0
+    spent_by_team: dict[str, float] = field(default_factory=dict)
+    _live: dict[str, None] = field(default_factory=dict)  # ids of live nodes, in launch order
+
+    # --- intents & nodes -----------------------------------------------------------------------
+    def put_intent(self, launch: Launch) -> None:
+        self.intents[launch.request_id] = launch
+
+    def clear_intent(self, request_id: str) -> None:
+        self.intents.pop(request_id, None)
+
+    def add_node(self, rec: NodeRecord) -> None:
+        if rec.node_id not in self.nodes:
+            self.nodes[rec.node_id] = rec
+            self._live[rec.node_id] = None
+
+    def move(self, node_id: str, state: NodeState, **changes: object) -> NodeRecord:
+        """Change a node's lifecycle state through the table (raises on an illegal move)."""
+        rec = self.nodes[node_id]
+        if rec.state is not state:
+            transition(rec.state, state)
+        rec = replace(rec, state=state, **changes)  # type: ignore[arg-type]
+        self.nodes[node_id] = rec
+        if state in (NodeState.TERMINATED, NodeState.FAILED):
+            self._live.pop(node_id, None)
+        return rec
+
+    def update(self, node_id: str, **changes: object) -> None:
+        self.nodes[node_id] = replace(self.nodes[node_id], **changes)  # type: ignore[arg-type]
+
+    def live(self) -> list[NodeRecord]:
+        return [self.nodes[i] for i in self._live]
+
+    # --- money ---------------------------------------------------------------------------------
+    def charge(self, entry: LedgerEntry) -> None:
+        self.ledger.append(entry)
+        usd = float(entry.usd)
+        self.spent_usd += usd
+        self.spent_by_team[entry.team] = self.spent_by_team.get(entry.team, 0.0) + usd

@@ -1,0 +1,43 @@
+"""Config validation: every bad value names its key and the allowed range."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from burster.config import BursterConfig, load_config, parse_config
+from burster.errors import ConfigError
+
+
+def test_empty_config_gives_defaults() -> None:
+    assert parse_config({}) == BursterConfig()
+
+
+def test_out_of_range_value_names_key_and_range() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"budget": {"soft_fraction": 1.5}, "pool": {"nodes": -1}})
+    msg = str(info.value)
+    assert "budget.soft_fraction" in msg and "less than or equal to 1" in msg and "1.5" in msg
+    assert "pool.nodes" in msg and "greater than or equal to 0" in msg
+
+
+def test_unknown_key_is_an_error_not_ignored() -> None:
+    with pytest.raises(ConfigError, match=r"policy\.idle_tll_s: unknown key"):
+        parse_config({"policy": {"idle_tll_s": 10}})
+
+
+def test_bad_toml_and_missing_file(tmp_path: Path) -> None:
+    bad = tmp_path / "b.toml"
+    bad.write_text("[pool\nnodes = 3")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_toml_file_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[pool]\nnodes = 4\n[budget]\ntotal_usd = 100.0\nteam_usd = {vision = 20.0}\n')
+    cfg = load_config(path)
+    assert cfg.pool.nodes == 4 and cfg.budget.team_usd == {"vision": 20.0}

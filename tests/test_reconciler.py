@@ -1,0 +1,125 @@
+"""The reconcile pass over a fake cloud and the simulated pool: intents, errors, blocking, ledger."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from burster.clock import FakeClock
+from burster.errors import CapacityError, TransientError
+from burster.lifecycle import NodeState
+from burster.model import Demand, Market, Offering
+from burster.plan import Launch, request_id
+from burster.reconciler import Reconciler
+from policies.burster import BursterParams, BursterPolicy
+from policies.cost import CostModel, CostParams
+from policies.reclaim import ReclaimParams
+from providers.fake import FakeCloudProvider
+from providers.sim.events import EventQueue
+from providers.sim.pool import SimPool
+
+T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
+CHEAP = Offering("fake", "r1", "r1a", "gpu.8x", "V100", 8, Market.ON_DEMAND, 10.0)
+DEAR = Offering("fake", "r1", "r1b", "gpu.8x", "V100", 8, Market.ON_DEMAND, 12.0)
+
+
+class World:
+    def __init__(self, offerings: list[Offering] = [CHEAP, DEAR]) -> None:  # noqa: B006
+        self.clock = FakeClock(T0)
+        self.pool = SimPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
+        self.cloud = FakeCloudProvider("fake", offerings, now=self.clock.now)
+        policy = BursterPolicy(CostModel(CostParams(launch_latency_s=60)),
+                               BursterParams(reclaim=ReclaimParams(idle_ttl_s=120, move_back=False)))
+        self.rec = Reconciler(providers={"fake": self.cloud}, pool=self.pool, policy=policy, clock=self.clock)
+
+    def job(self, job_id: str, gpus: int = 8, nodes: int = 1, hours: float = 2.0) -> Demand:
+        job = Demand(job_id, gpus, T0 - timedelta(hours=1), hours * 3600, nodes=nodes, gpu_model="V100")
+        self.pool.submit(job, self.clock.now())
+        self.pool.schedule(self.clock.now())
+        return job
+
+
+def test_burst_launches_cheapest_and_blocks_it_after_a_capacity_error() -> None:
+    w = World()
+    w.job("a")  # takes the only reserved node
+    w.job("b")  # must burst
+    w.cloud.fail_next_launch(CapacityError("fake: InsufficientInstanceCapacity"))
+    report = w.rec.run_once()
+    assert report.errors and "capacity" in report.errors[0].lower()
+    assert CHEAP.key in w.rec.state.blocked
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    (launch,) = report.plan.launches
+    assert launch.offering == DEAR and launch.job_id == "b"
+    assert [n.offering.key for n in w.cloud.list_nodes()] == [DEAR.key]
+
+
+def test_partial_gang_is_given_back_whole() -> None:
+    w = World()
+    w.job("a")
+    w.job("gang", gpus=16, nodes=2)
+    w.cloud.partial_next(1)
+    report = w.rec.run_once()
+    assert "launched 1 of 2" in report.errors[0]
+    assert w.cloud.list_nodes() == []  # the one node that came up was terminated
+    assert len(w.rec.state.ledger) == 1  # and billed (60 s minimum)
+    assert CHEAP.key in w.rec.state.blocked
+
+
+def test_intent_survives_a_crash_between_call_and_record() -> None:
+    w = World()
+    w.job("a")
+    job = w.job("b")
+    # the controller wrote its intent and called the cloud, then died before recording the result
+    rid = request_id(job.job_id, job.attempt, CHEAP.key, 1)
+    w.rec.state.put_intent(Launch(CHEAP, 1, "burst b", rid, job_id="b"))
+    w.cloud.launch(CHEAP, 1, request_id=rid, labels={"job": "b"})
+    report = w.rec.run_once()  # a new pass adopts the node instead of launching again
+    assert report.plan.launches == ()
+    (rec,) = w.rec.state.live()
+    assert rec.for_job == "b" and rec.request_id == rid
+    assert len(w.cloud.list_nodes()) == 1
+
+
+def test_degraded_provider_is_not_reclaimed() -> None:
+    w = World()
+    w.cloud.launch(CHEAP, 1, request_id="prewarm-1")
+    w.rec.run_once()  # adopts the node; idle from now
+    w.clock.advance(3600)
+    w.cloud.fail_next_list(TransientError("fake: 503"))
+    report = w.rec.run_once()
+    assert report.plan.terminates == ()
+    assert len(w.cloud.list_nodes()) == 1
+    w.clock.advance(10)
+    report = w.rec.run_once()  # healthy again: the idle node goes, and is billed
+    assert len(report.plan.terminates) == 1
+    assert w.cloud.list_nodes() == []
+    (entry,) = w.rec.state.ledger
+    assert float(entry.usd) == pytest.approx(10.0 * 3610 / 3600)
+    assert w.rec.state.nodes[entry.node_id].state is NodeState.TERMINATED
+
+
+def test_a_failing_action_does_not_stop_the_pass() -> None:
+    w = World([CHEAP])
+    w.cloud.launch(CHEAP, 1, request_id="idle-1")
+    w.rec.run_once()  # adopt the idle node
+    w.clock.advance(600)
+    w.job("a")
+    w.job("gang", gpus=16, nodes=2)  # cannot use the idle node: a gang gets its own launch
+    w.cloud.fail_next_launch(CapacityError("fake: no capacity"))
+    report = w.rec.run_once()  # the failed launch is reported; the idle node is still reclaimed
+    assert report.errors and report.plan.terminates
+    assert w.cloud.list_nodes() == []
+
+
+def test_a_retry_after_a_capacity_error_uses_a_new_request_id() -> None:
+    w = World([CHEAP])  # one offering: after the block expires the same launch is planned again
+    w.job("a")
+    w.job("b")
+    w.cloud.fail_next_launch(CapacityError("fake: no capacity"))
+    first = w.rec.run_once().plan.launches[0].request_id
+    w.clock.advance(w.rec.block_s + 10)
+    w.rec.run_once()
+    (node,) = w.cloud.list_nodes()
+    assert node.request_id == f"{first}-r1"
