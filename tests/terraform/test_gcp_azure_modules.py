@@ -83,7 +83,9 @@ def test_azure_custom_role_limited_to_vms_in_group(azure: Any) -> None:
     assert all("*" not in a for a in actions)
     assert {"Microsoft.Compute/virtualMachines/read", "Microsoft.Compute/virtualMachines/write",
             "Microsoft.Compute/virtualMachines/delete"} <= set(actions)
+    assert "Microsoft.Compute/locations/operations/read" in actions  # long-running operation polling
     allowed = ("Microsoft.Compute/virtualMachines/", "Microsoft.Compute/disks/",
+               "Microsoft.Compute/locations/operations/",
                "Microsoft.Network/networkInterfaces/", "Microsoft.Network/virtualNetworks/subnets/")
     assert all(a.startswith(allowed) for a in actions)
     assert not [a for a in actions if "roleAssignments" in a or "Authorization" in a]

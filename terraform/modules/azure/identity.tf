@@ -19,6 +19,9 @@ resource "azurerm_role_definition" "controller" {
       "Microsoft.Compute/virtualMachines/write",
       "Microsoft.Compute/virtualMachines/delete",
       "Microsoft.Compute/virtualMachines/instanceView/read",
+      # azure-core polls VM create/delete through the Azure-AsyncOperation URL
+      # (.../providers/Microsoft.Compute/locations/{region}/operations/{id}).
+      "Microsoft.Compute/locations/operations/read",
       "Microsoft.Compute/disks/read",
       "Microsoft.Compute/disks/write",
       "Microsoft.Compute/disks/delete",
