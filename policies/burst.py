@@ -3,9 +3,10 @@
 For each pending job, in queue order: if reserved capacity (or an idle/incoming burst node) will
 start it soon enough, it stays queued. Otherwise it bursts when the cost of waiting for on-prem
 exceeds the cloud cost, or when the wait would pass its wait budget
-(max(max_wait_s, wait_fraction x runtime)) or its deadline. A gang launches all its nodes in one
-Launch (all or none). Market choice follows Uniform Progress: spot while the deadline slack covers
-a changeover, on-demand otherwise.
+(max(max_wait_s, wait_fraction x runtime)) or its deadline, or when waiting would use up the deadline
+slack a spot run needs (so a deadline job is not pushed onto on-demand by queueing). A gang
+launches all its nodes in one Launch (all or none). Market choice follows Uniform Progress: spot
+while the deadline slack covers a changeover, on-demand otherwise.
 """
 
 from __future__ import annotations
@@ -46,6 +47,19 @@ def markets_for(job: Demand, now: datetime, cost: CostModel, params: BurstParams
     if slack_s(job, now, cost) < changeover + params.deadline_margin_s:
         return ON_DEMAND_ONLY
     return ANY
+
+
+def spot_slack_s(job: Demand, now: datetime, cost: CostModel, params: BurstParams, offering: Offering) -> float:
+    """How long a deadline job can still wait and then run on spot (Uniform Progress's switch point).
+
+    Past this, the job could only make its deadline on on-demand: waiting for on-prem would turn a
+    cheap spot burst into an expensive one. Infinite for jobs without a deadline or off spot.
+    """
+    if offering.market is not Market.SPOT:
+        return math.inf
+    rework_s = job.remaining_s * cost.rework_fraction(offering, job.checkpoint_interval_s)
+    changeover = cost.p.restart_overhead_s + cost.p.launch_latency_s
+    return slack_s(job, now, cost) - rework_s - changeover - params.deadline_margin_s
 
 
 def wait_budget_s(job: Demand, params: BurstParams) -> float:
@@ -122,10 +136,14 @@ def _consider(job: Demand, wait_s: float, waited_s: float, now: datetime, cost: 
     cloud_usd = cost.job_cost_usd(job, offering)
     wait_usd = cost.wait_cost_usd(job, wait_s, now)
     budget = wait_budget_s(job, params)
+    spot_slack = spot_slack_s(job, now, cost, params, offering)
     if wait_s == math.inf:
         why = "no reserved capacity can run it"
     elif waited_s + wait_s > budget:
         why = f"expected wait {wait_s:.0f}s would pass its wait budget {budget:.0f}s"
+    elif wait_s > spot_slack:
+        why = (f"waiting {wait_s:.0f}s would leave too little deadline slack to run on spot "
+               f"({spot_slack:.0f}s left for waiting)")
     elif params.cost_trigger and wait_usd > cloud_usd:
         why = f"waiting {wait_s:.0f}s costs ${wait_usd:.2f} > cloud ${cloud_usd:.2f}"
     else:
