@@ -34,6 +34,8 @@ class PassReport:
     plan: Plan
     errors: list[str] = field(default_factory=list)
     launched_nodes: int = 0
+    # for an empty plan, when the policy says it could next change without an event (None: unknown)
+    quiet_until: datetime | None = None
 
 
 class Reconciler:
@@ -64,9 +66,13 @@ class Reconciler:
 
     # --- the pass ------------------------------------------------------------------------------
     def run_once(self) -> PassReport:
+        settling = bool(self.state.tickets)  # observe may finish a checkpoint and drain its node
         snapshot = self.observe()
         plan = self.policy.decide(snapshot)
         report = PassReport(snapshot.now, plan)
+        quiet = getattr(self.policy, "quiet_until", None)
+        if quiet is not None and not settling and not plan.actions and not plan.refused:
+            report.quiet_until = quiet(snapshot)
         self.actuate(plan, snapshot, report)
         self.record(report)
         return report

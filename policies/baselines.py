@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from burster.model import Snapshot
 from burster.plan import Action, Plan
 from policies.burst import BurstParams, burst
@@ -20,6 +22,7 @@ from policies.cost import CostModel
 from policies.deadline import handle_interruptions
 from policies.guards import GuardParams, apply_guards
 from policies.offers import ON_DEMAND_ONLY, SPOT_ONLY
+from policies.quiet import FOREVER, quiet_until
 from policies.reclaim import ReclaimParams, idle_ttl
 
 
@@ -33,6 +36,9 @@ class ReservedOnlyPolicy:
 
     def decide(self, snapshot: Snapshot) -> Plan:
         return Plan()
+
+    def quiet_until(self, snapshot: Snapshot) -> datetime | None:
+        return FOREVER
 
 
 class BaselinePolicy:
@@ -51,6 +57,11 @@ class BaselinePolicy:
         actions += burst(snapshot, self.cost, self.burst_params)
         actions += idle_ttl(snapshot, self.reclaim_params)
         return apply_guards(Plan(tuple(actions)), snapshot, self.guards)
+
+    def quiet_until(self, snapshot: Snapshot) -> datetime | None:
+        """When an empty plan for ``snapshot`` could next change by itself (see policies.quiet)."""
+        return quiet_until(snapshot, idle_ttl_s=self.reclaim_params.idle_ttl_s, guards=self.guards,
+                           reads_signals=self.burst_params.prewarm)
 
 
 _NOW = {"max_wait_s": 0.0, "wait_fraction": 0.0, "prewarm": False, "cost_trigger": False}

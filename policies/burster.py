@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from burster.model import Snapshot
 from burster.plan import Action, Checkpoint, Drain, Plan
@@ -11,6 +12,7 @@ from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.guards import GuardParams, apply_guards, enforce_budget
 from policies.queue import ReservedQueue
+from policies.quiet import quiet_until
 from policies.reclaim import ReclaimParams, idle_ttl, move_back
 
 
@@ -46,6 +48,11 @@ class BursterPolicy:
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
             actions += [a for a in move_back(snapshot, self.cost, queue) if a.node_id not in busy]
         return apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)
+
+    def quiet_until(self, snapshot: Snapshot) -> datetime | None:
+        """When an empty plan for ``snapshot`` could next change by itself (see policies.quiet)."""
+        return quiet_until(snapshot, idle_ttl_s=self.params.reclaim.idle_ttl_s, guards=self.params.guards,
+                           reads_signals=self.params.burst.prewarm)
 
 
 def _dedupe(actions: list[Action]) -> list[Action]:

@@ -1,8 +1,11 @@
 """The simulation loop: advance the world, run the real reconcile pass, repeat.
 
-The controller ticks every ``tick_s`` like the live service. When nothing is queued and no burst
-node is alive (``quiet``), a pass would decide nothing, so the loop skips ahead to the next tick at
-which something happens: this is what makes a week simulate in seconds.
+The controller ticks every ``tick_s`` like the live service. A pass that decides nothing is
+repeated only when something could change its answer: the loop jumps to the first tick at or after
+the next world change (an event, an arrival, a spot availability flip while work is queued), the
+expiry of a blocked offering, or the instant the policy itself names (``PassReport.quiet_until``,
+e.g. an idle node reaching its TTL). Every pass it skips would have returned an empty plan, so the
+result is the same as ticking through; ``skip=False`` ticks through to prove it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from burster.reconciler import PassReport, Reconciler
 
 
 class World(Protocol):
-    def next_time(self) -> datetime | None: ...
+    def next_change(self, now: datetime, *, spot: bool) -> datetime | None: ...
 
     def advance_to(self, until: datetime) -> None: ...
 
@@ -30,7 +33,7 @@ class World(Protocol):
 
 def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float, end: datetime,
         on_pass: Callable[[PassReport], None] | None = None,
-        on_progress: Callable[[datetime], None] | None = None) -> int:
+        on_progress: Callable[[datetime], None] | None = None, skip: bool = True) -> int:
     """Run until ``end`` or until all work is done; returns the number of reconcile passes."""
     start = clock.now()
     t = start
@@ -38,8 +41,8 @@ def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float
     step = timedelta(seconds=tick_s)
     while t <= end:
         world.advance_to(t)
-        idle = world.quiet and not reconciler.state.live()
-        if not idle:
+        report: PassReport | None = None
+        if not (world.quiet and not reconciler.state.live()):
             report = reconciler.run_once()
             passes += 1
             if on_pass is not None:
@@ -49,13 +52,33 @@ def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float
         if world.finished and not reconciler.state.live():
             break
         t_next = t + step
-        if world.quiet and not reconciler.state.live():
-            nxt = world.next_time()
-            if nxt is None:
-                break
-            if nxt > t_next:  # jump to the first tick at or after the next event
-                ticks = math.ceil((nxt - start).total_seconds() / tick_s)
-                t_next = start + timedelta(seconds=ticks * tick_s)
+        wake = _wake(world, reconciler, report, t) if skip else None
+        if wake is _NEVER:
+            break
+        if isinstance(wake, datetime) and wake > t_next:  # jump to the first tick at or after it
+            wake = min(wake, end + step)
+            ticks = math.ceil((wake - start).total_seconds() / tick_s)
+            t_next = start + timedelta(seconds=ticks * tick_s)
         t = t_next
         clock.set(t)
     return passes
+
+
+_NEVER = object()
+
+
+def _wake(world: World, reconciler: Reconciler, report: PassReport | None, now: datetime) -> object:
+    """When the next pass could decide something (None: next tick; _NEVER: nothing ever will)."""
+    state = reconciler.state
+    busy = report is not None and (report.quiet_until is None or report.errors or state.tickets or state.intents)
+    if busy:
+        return None
+    queued = not world.quiet
+    times = [world.next_change(now, spot=queued)]
+    if report is not None:
+        times.append(report.quiet_until)
+        times += [until for until in state.blocked.values() if until > now]
+    found = [t for t in times if t is not None]
+    if not found:
+        return _NEVER if report is None else None
+    return min(found)

@@ -50,6 +50,7 @@ class SimCloudProvider:
         self._capacity: dict[str, int] = {}
         self._throttle = 0
         self.launches = 0
+        self._flip_at: tuple[datetime, datetime] | None = None  # (asked at, next availability change)
 
     # --- CloudProvider -------------------------------------------------------------------------
     def offerings(self) -> Sequence[Offering]:
@@ -138,6 +139,19 @@ class SimCloudProvider:
         return out
 
     # --- simulated time ------------------------------------------------------------------------
+    def next_availability_change(self, now: datetime) -> datetime | None:
+        """When the spot availability of any of this cloud's offerings next changes (None: never)."""
+        if self._flip_at is not None and self._flip_at[0] <= now < self._flip_at[1]:
+            return self._flip_at[1]  # still before the change found last time
+        offset = self._offset(now)
+        unique = {s.name: s for s in self._series.values() if s is not None}.values()
+        nxt = min((s.next_flip(offset) for s in unique), default=math.inf)
+        if nxt == math.inf:
+            return None
+        at = self._start + timedelta(seconds=nxt)
+        self._flip_at = (now, at)
+        return at
+
     def _offset(self, now: datetime) -> float:
         return (now - self._start).total_seconds()
 

@@ -65,7 +65,25 @@ class SpotSeries:
         return (cycle + 1) * span + drops[0]
 
 
+    def next_flip(self, offset_s: float) -> float:
+        """The first offset > ``offset_s`` at which availability changes (up <-> down; inf if never)."""
+        flips = _flips_cache.get(self.name)
+        if flips is None:
+            d = self.data
+            flips = _flips_cache[self.name] = [
+                i * self.gap_s for i in range(len(d)) if (d[i] > 0) != (d[i - 1] > 0)]
+        if not flips:
+            return float("inf")
+        span = self.span_s
+        cycle, within = divmod(offset_s, span)
+        i = bisect.bisect_right(flips, within)
+        if i < len(flips):
+            return cycle * span + flips[i]
+        return (cycle + 1) * span + flips[0]
+
+
 _drops_cache: dict[str, list[float]] = {}
+_flips_cache: dict[str, list[float]] = {}
 
 
 def _gpu_of(filename: str, default: str) -> str:

@@ -40,6 +40,13 @@ class SimWorld:
             return t_job
         return t_event if t_job is None else min(t_event, t_job)
 
+    def next_change(self, now: datetime, *, spot: bool) -> datetime | None:
+        """The next instant the world changes: an event, an arrival, or (``spot``) a spot availability flip."""
+        times = [self.next_time()]
+        if spot:
+            times += [c.next_availability_change(now) for c in self.clouds.values()]
+        return min((t for t in times if t is not None), default=None)
+
     def advance_to(self, until: datetime) -> None:
         jobs, pool = self._jobs, self.pool
         while True:

@@ -1,0 +1,45 @@
+"""When an empty plan can next change on its own, so a simulation may skip the passes in between.
+
+The built-in policies decide nothing new while time passes and nothing happens, because every
+time-dependent quantity they use moves in lockstep:
+- a pending job's expected on-prem wait falls by exactly the time that its wait so far grows, so
+  "waited + expected wait > budget" and "expected wait > spot slack" are constant (the slack of a
+  queued job shrinks at the same rate as its expected wait); the wait cost only shrinks;
+- a running job's deadline slack is constant (its remaining work shrinks as the clock moves);
+  "almost done" and the savings of moving a job back only turn actions *off* as time passes;
+so an empty plan stays empty until an event (arrival, finish, node ready, notice, spot
+availability change, block expiry) or until an idle node reaches its idle TTL. Budgets accrue with
+time, signals open windows, and an on-prem job past its expected end breaks the lockstep: in those
+cases this returns None (decide every tick).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from burster.lifecycle import NodeState
+from burster.model import Snapshot
+from policies.guards import GuardParams
+
+FOREVER = datetime.max.replace(tzinfo=UTC)
+
+
+def quiet_until(snapshot: Snapshot, *, idle_ttl_s: float, guards: GuardParams,
+                reads_signals: bool) -> datetime | None:
+    """The earliest instant an empty plan could turn non-empty without an event; None if unknown."""
+    if snapshot.interruptions or (reads_signals and snapshot.signals):
+        return None
+    if guards.total_budget_usd is not None or guards.team_budget_usd:
+        return None
+    now_ts = snapshot.now.timestamp()
+    if any(not p.on_cloud and p.ends_at_ts < now_ts for p in snapshot.running):
+        return None
+    wake = FOREVER
+    for node in snapshot.cloud_nodes:
+        if node.state is not NodeState.READY:
+            return None
+        if not node.busy:
+            if node.idle_since is None:
+                return None
+            wake = min(wake, node.idle_since + timedelta(seconds=idle_ttl_s))
+    return wake
