@@ -15,6 +15,7 @@ class PoolMetrics:
     jobs: int = 0
     finished_jobs: int = 0
     waits_s: list[float] = field(default_factory=list)
+    within_budget: int = 0  # jobs whose first wait <= max(600 s, 0.25 x runtime)
     first_start: dict[str, datetime] = field(default_factory=dict)
     started_on_cloud: int = 0
     deadline_misses: int = 0
@@ -49,7 +50,9 @@ class PoolMetrics:
     def started(self, job: Demand, now: datetime, *, on_cloud: bool) -> None:
         if job.job_id not in self.first_start:
             self.first_start[job.job_id] = now
-            self.waits_s.append((now - job.submitted_at).total_seconds())
+            wait_s = (now - job.submitted_at).total_seconds()
+            self.waits_s.append(wait_s)
+            self.within_budget += wait_s <= max(600.0, 0.25 * job.est_runtime_s)
             self.started_on_cloud += on_cloud
 
     def finished(self, job: Demand, now: datetime) -> None:
