@@ -10,7 +10,8 @@ Rules (docs/traces.md has the full list):
   skipped (``shared="skip"``); burster models whole GPUs only;
 - gpu_spec (one or more "|"-separated Alibaba names) maps through ``GPU_MODELS`` to a catalog
   name when every alternative maps to the same one, else "" (any model);
-- qos LS and Guaranteed get priority 1, BE and Burstable 0.
+- qos LS and Guaranteed get priority 1, BE and Burstable 0;
+- a pod above 8 GPUs (none in v2023) would be a gang of ceil(num_gpu / 8) nodes, as in every loader.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from burster.model import Demand
-from burster.traces.base import TRACE_EPOCH, Row, Trace, csv_rows, sorted_trace
+from burster.traces.base import TRACE_EPOCH, Row, Trace, csv_rows, gang_nodes, sorted_trace
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,7 @@ def _pod(row: Row, name: str, shared: str, checkpoint_interval_s: float,
     return Demand(
         job_id=f"alibaba-{name}",
         gpus=gpus,
+        nodes=gang_nodes(gpus),
         submitted_at=TRACE_EPOCH + timedelta(seconds=created),
         est_runtime_s=runtime_s,
         gpu_model=gpu_model_of(spec),

@@ -15,6 +15,12 @@ from burster.model import Demand
 
 # Traces with relative times (Philly-derived, Alibaba) start at this instant.
 TRACE_EPOCH = datetime(2026, 1, 5, tzinfo=UTC)  # a Monday
+GPUS_PER_NODE = 8  # a job above this many GPUs is a gang of ceil(gpus / 8) nodes
+
+
+def gang_nodes(gpus: int) -> int:
+    """Nodes a job of ``gpus`` GPUs spans when packed onto 8-GPU nodes (at least 1)."""
+    return max(1, -(-gpus // GPUS_PER_NODE))
 
 
 @dataclass(frozen=True)

@@ -1,26 +1,53 @@
-"""Trace formats by name, and format detection from a file name."""
+"""Trace formats by name, and format detection from a file name (and, for CSV, its header)."""
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Callable
 from pathlib import Path
 
 from burster.errors import InputError
-from burster.traces.base import Trace
+from burster.traces.alibaba import load_alibaba
+from burster.traces.base import Trace, open_text
+from burster.traces.generic import load_generic
+from burster.traces.helios import load_helios
 from burster.traces.philly import load_philly
+from burster.traces.sacct import load_sacct
 
 TRACE_FORMATS: dict[str, Callable[[Path], Trace]] = {
     "philly": load_philly,
+    "alibaba": load_alibaba,
+    "helios": load_helios,
+    "generic": load_generic,
+    "sacct": load_sacct,
 }
 
 
 def detect_format(path: Path) -> str:
+    """The format of ``path`` from its name; a .csv[.gz] with a runtime_s column is "generic"."""
     name = path.name.lower()
-    if "philly" in name:
-        return "philly"
+    for marker, fmt in (("philly", "philly"), ("openb_pod_list", "alibaba"), ("cluster_sequence", "helios")):
+        if marker in name:
+            return fmt
+    if name.endswith((".json", ".json.gz")):
+        return "sacct"
+    if name.endswith(".parquet"):
+        return "generic"
+    if name.endswith((".csv", ".csv.gz")) and "runtime_s" in _header(path):
+        return "generic"
     raise InputError(
-        f"cannot tell the format of {path}; pass --trace-format, one of {', '.join(TRACE_FORMATS)}"
+        f"cannot tell the format of {path}; pass --trace-format, one of {', '.join(TRACE_FORMATS)} "
+        "(docs/traces.md describes each)"
     )
+
+
+def _header(path: Path) -> list[str]:
+    """The first CSV row ([] when it cannot be read as text; a missing file raises InputError)."""
+    with open_text(path) as fh:
+        try:
+            return [cell.strip() for cell in next(csv.reader(fh), [])]
+        except (OSError, UnicodeDecodeError, csv.Error):
+            return []
 
 
 def load_trace(path: Path, fmt: str | None = None) -> Trace:
