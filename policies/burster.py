@@ -44,7 +44,7 @@ class BursterPolicy:
             actions += burst(snapshot, self.cost, p.burst, queue)
         actions += idle_ttl(snapshot, p.reclaim)
         if p.reclaim.move_back:
-            queue.reset()  # burst enqueued the jobs that wait; move-back looks at the pool alone
+            # burst enqueued the jobs that wait for reserved GPUs: they have first claim on free ones
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
             actions += [a for a in move_back(snapshot, self.cost, queue) if a.node_id not in busy]
         return apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)

@@ -3,7 +3,7 @@
 - Idle TTL aligned to billing: an idle node goes once idle for ``idle_ttl_s`` *and* terminating now
   saves money: never inside a billing minimum already paid for, and for per-minute billing only in
   the last tick of a billed minute.
-- Move back: when reserved GPUs are free and no queued job is waiting for them, running cloud jobs
+- Move back: when reserved GPUs are free beyond what queued jobs are owed, running cloud jobs
   are checkpointed (then drained and terminated) most expensive first, when the cloud dollars saved
   exceed the restart cost.
 """
@@ -59,9 +59,12 @@ def idle_ttl(snapshot: Snapshot, params: ReclaimParams) -> list[Action]:
 
 
 def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue) -> list[Checkpoint]:
-    """Checkpoint cloud jobs that now fit on free reserved GPUs, most expensive first."""
-    if any(queue.expected_wait_s(j) == 0.0 for j in snapshot.pending):
-        return []  # queued work takes the free GPUs first
+    """Checkpoint cloud jobs that now fit on free reserved GPUs, most expensive first.
+
+    ``queue`` holds the pending jobs that wait for reserved capacity: they have first claim on the
+    free GPUs (a FIFO pool keeps them for its head job), so only GPUs beyond theirs are spare.
+    Moving a job into GPUs the queue is owed would strand it on-prem and burst it again.
+    """
     out: list[Checkpoint] = []
     spare = {m: queue.spare_gpus(m) for m in queue.total}
     ready = {n.node_id for n in snapshot.cloud_nodes
