@@ -1,11 +1,12 @@
 """Your own Slurm history: ``sacct --json`` output (a JSON object with a ``jobs`` array).
 
-Both shapes Slurm has printed are read: numbers as plain integers (data_parser up to v0.0.38, e.g.
-``"start": 1700000000``) and as ``{"set": true, "infinite": false, "number": 1700000000}`` objects
-(v0.0.39 and later; ``set: false`` or ``infinite: true`` means no value).
+Numbers may be plain integers (older data_parser releases) or ``{"set": true, "infinite": false,
+"number": N}`` objects (newer ones); ``set: false`` or ``infinite: true`` means no value.
 
 Rules (docs/traces.md has the full list):
-- submitted_at = time.submission; runtime = time.end - time.start (epoch seconds, UTC);
+- submitted_at = time.submission (epoch seconds, UTC); runtime = time.elapsed (what Slurm measured:
+  end - start less suspended time; some data_parser releases print the eligible time as
+  time.start), or time.end - time.start where there is no elapsed;
 - GPUs: the ``gres``/``gpu`` entry of tres.allocated (tres.requested if nothing was allocated);
   ``gres/gpu`` types and typed names (``gpu:a100``) count too, the untyped total winning over a
   sum of typed ones; a single typed model maps through ``GPU_MODELS`` to a catalog name, else "";
@@ -83,9 +84,10 @@ class _Job:
             raise self.fail(field, str(exc)) from None
 
     def text(self, field: str) -> str:
+        """A string field; a {"wckey": ..., "flags": [...]} object (v0.0.39+) gives its inner name."""
         value = self.get(field, required=False)
-        if isinstance(value, dict):  # wckey is {"wckey": "...", "flags": [...]} since v0.0.39
-            value = value.get(field.rsplit(".", 1)[-1], "")
+        if isinstance(value, dict):
+            value = value.get(field)
         return str(value or "").strip()
 
 
@@ -123,6 +125,7 @@ def _job(job: _Job, checkpoint_interval_s: float, tally: Counter[str]) -> Demand
     job_id = job.number("job_id")
     submitted = job.number("time.submission")
     start, end = job.number("time.start"), job.number("time.end")
+    elapsed = job.number("time.elapsed", required=False)
     if submitted is None:
         raise job.fail("time.submission", "not set; every job has a submission time")
     if start and end and end < start:
@@ -131,30 +134,30 @@ def _job(job: _Job, checkpoint_interval_s: float, tally: Counter[str]) -> Demand
     gpus, model = allocated if allocated[0] else requested
     state = job.get("state.current", required=False) or job.get("state", required=False)
     states = {str(s) for s in state} if isinstance(state, list) else {str(state)}
+    runtime = elapsed if elapsed is not None else (end or 0) - (start or 0)
     reason = ("jobs that never started" if not start
               else "jobs still running" if not end or states & {"RUNNING", "PENDING", "SUSPENDED"}
               else "CPU-only jobs" if gpus == 0
-              else "jobs that ran 0 s" if end == start
+              else "jobs that ran 0 s" if runtime <= 0
               else "")
     if reason:
         tally[f"skipped: {reason}"] += 1
         return None
-    assert start is not None and end is not None
+    assert start is not None
     if start < submitted:
         tally["submitted_at moved to a start before submission"] += 1
         submitted = start
-    alloc_nodes = job.number("allocation_nodes", required=False)
-    nodes = alloc_nodes if alloc_nodes else _host_count(job)
+    nodes = job.number("allocation_nodes", required=False) or _host_count(job)
     return Demand(
         job_id=f"slurm-{job_id}",
         gpus=gpus,
         nodes=min(max(nodes, gang_nodes(gpus)), gpus),
         submitted_at=datetime.fromtimestamp(submitted, UTC),
-        est_runtime_s=float(end - start),
+        est_runtime_s=float(runtime),
         gpu_model=model,
         checkpoint_interval_s=checkpoint_interval_s,
         team=job.text("account"),
-        project=job.text("wckey.wckey") or job.text("partition"),
+        project=job.text("wckey") or job.text("partition"),
     )
 
 
@@ -201,15 +204,9 @@ def _host_count(job: _Job) -> int:
         return job.number("nodes") or 1
     total = 0
     for host in re.findall(r"[^,\[]*(?:\[[^\]]*\][^,\[]*)*", str(spec or "")):
-        if not host or host == "None assigned":
-            continue
-        size = 1
+        size = 1 if host and host != "None assigned" else 0
         for group in re.findall(r"\[([^\]]*)\]", host):
-            size *= sum(_range_len(part) for part in group.split(","))
+            size *= sum(int(hi) - int(lo) + 1 if lo.isdigit() and hi.isdigit() else 1
+                        for lo, _, hi in (part.partition("-") for part in group.split(",")))
         total += size
     return max(total, 1)
-
-
-def _range_len(part: str) -> int:
-    lo, _, hi = part.partition("-")
-    return int(hi) - int(lo) + 1 if hi.isdigit() and lo.isdigit() else 1
