@@ -14,6 +14,8 @@ from burster.errors import BursterError
 COMMANDS = (
     "burster.cli.simulate",
     "burster.cli.config_cmd",
+    "burster.cli.agent",
+    "burster.cli.offerings",
 )
 
 

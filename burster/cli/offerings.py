@@ -1,0 +1,78 @@
+"""``burster offerings``: list catalog offerings, filtered, cheapest effective $/GPU-hour first."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from burster.errors import ConfigError
+from burster.offer_query import MARKETS, OfferFilter, RankedOffer, query_offers
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "offerings", help="list catalog offerings, filtered, sorted by effective $/GPU-h",
+        description="List GPU offerings of the offline price catalog (SkyPilot-derived; bundled, or "
+                    "../shared/data's when present), cheapest effective $ per useful GPU-hour first. The "
+                    "effective price is the cost model's: price per GPU-hour plus expected spot rework "
+                    "(cost.spot_interruptions_per_hour, cost.restart_overhead_s, 30-minute checkpoints).",
+        epilog="examples:\n  burster offerings --gpu h100 --market spot --limit 5\n"
+               "  burster offerings --provider gcp --region us-central1 --max-price 2.5 --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--gpu", help="GPU model, case-insensitive (e.g. A100, A100-80GB, H100, T4)")
+    p.add_argument("--market", help=f"market: {' or '.join(MARKETS)}")
+    p.add_argument("--region", help="cloud region (e.g. us-east-1, us-central1, eastus)")
+    p.add_argument("--provider", help="cloud: aws, gcp or azure")
+    p.add_argument("--max-price", type=float, metavar="USD", help="keep offerings at most this effective $/GPU-hour")
+    p.add_argument("--prices", type=Path, metavar="PATH", help="price catalog folder or file (default: bundled)")
+    p.add_argument("--config", type=Path, help="burster TOML config whose [cost] section prices spot rework")
+    p.add_argument("--limit", type=int, default=50, metavar="N", help="show at most N rows; 0 for all (default: 50)")
+    p.add_argument("--json", action="store_true", help="print a JSON list of records instead of the table")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from burster.app import cost_model
+    from burster.catalog import load_catalog
+    from burster.config import load_config
+
+    if args.limit < 0:
+        raise ConfigError(f"--limit must be 0 (all) or more, got {args.limit}")
+    cost = cost_model(load_config(args.config))
+    offerings = load_catalog(args.prices)
+    flt = OfferFilter(gpu=args.gpu, market=args.market, region=args.region, provider=args.provider,
+                      max_price=args.max_price)
+    matching = query_offers(offerings, flt, cost.effective_price_per_gpu_hour)
+    shown = matching[:args.limit] if args.limit else matching
+    if args.json:
+        print(json.dumps([r.record() for r in shown], indent=2))
+    elif not shown:
+        print("no offerings match these filters", file=sys.stderr)
+    else:
+        _print_table(shown, f"{len(shown)} of {len(matching)} matching offerings ({len(offerings)} in the catalog), "
+                            "cheapest effective $/GPU-h first")
+    return 0
+
+
+def _print_table(ranked: list[RankedOffer], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title)
+    for name in ("provider", "region", "zone", "instance type", "GPU", "GPUs", "market"):
+        t.add_column(name)
+    for name in ("$/h", "$/GPU-h", "effective $/GPU-h"):
+        t.add_column(name, justify="right")
+    for r in ranked:
+        o = r.offering
+        t.add_row(o.provider, o.region, o.zone, o.instance_type, o.gpu_model, str(o.gpus_per_node), o.market.value,
+                  f"{o.price_per_hour_usd:,.3f}", f"{o.price_per_gpu_hour_usd:,.3f}",
+                  f"{r.effective_usd_per_gpu_hour:,.3f}")
+    console = Console()
+    if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
+        console = Console(width=200)
+    console.print(t)
