@@ -1,0 +1,214 @@
+"""`burster agent` end to end: the real no-driver path, and the real agent over a pynvml test double
+posting to a real local HTTP server."""
+
+from __future__ import annotations
+
+import base64
+import ctypes.util
+import json
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from burster.cli import main
+from tests.nvml import fake_pynvml
+
+BURSTER = Path(sys.executable).with_name("burster")
+NO_LIBRARY = ("no NVIDIA driver found on this host (libnvidia-ml.so could not be loaded); "
+              "install the driver or run the agent on a GPU node")
+
+
+def _real_nvml_works() -> bool:
+    import pynvml
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return False
+    pynvml.nvmlShutdown()
+    return True
+
+
+def test_real_nvml_through_the_installed_command() -> None:
+    """No fakes: on a host without a driver it exits 3 with the plain message; on a GPU host it reports."""
+    done = subprocess.run([str(BURSTER), "agent", "--once"], capture_output=True, text=True, timeout=60)
+    if _real_nvml_works():
+        assert done.returncode == 0, done.stderr
+        gpus = json.loads(done.stdout)["gpus"]
+        assert gpus and all(g["uuid"].startswith(("GPU-", "MIG-")) for g in gpus)
+        return
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    if ctypes.util.find_library("nvidia-ml") is None:
+        assert done.stderr == f"burster: error: {NO_LIBRARY}\n"
+    else:
+        assert done.stderr.startswith("burster: error: ") and "NVIDIA" in done.stderr
+
+
+@pytest.fixture
+def nvml(monkeypatch: pytest.MonkeyPatch) -> Any:
+    mod = fake_pynvml.make()
+    monkeypatch.setitem(sys.modules, "pynvml", mod)
+    return mod
+
+
+EXPECTED_GPUS = [
+    {"index": 0, "uuid": "GPU-aaaa-0001", "model": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559,
+     "memory_used_mib": 40960, "utilization_pct": 87,
+     "processes": [{"pid": 4242, "used_memory_mib": 40000}, {"pid": 4343, "used_memory_mib": None}]},
+    {"index": 1, "uuid": "GPU-bbbb-0002", "model": "NVIDIA A100-SXM4-40GB", "memory_total_mib": 40960,
+     "memory_used_mib": 0, "utilization_pct": None, "processes": []},
+]
+
+
+def test_once_prints_one_json_report(nvml: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["agent", "--once"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["host"] == socket.gethostname()
+    assert report["time"].endswith("+00:00")
+    assert report["gpus"] == EXPECTED_GPUS
+    assert nvml.calls == ["init", "shutdown"]
+
+
+@pytest.mark.parametrize(("error", "words"), [
+    ("NVMLError_LibraryNotFound", NO_LIBRARY),
+    ("NVMLError_DriverNotLoaded", "driver is installed but not loaded"),
+    ("NVMLError_NoPermission", "no permission to use NVML"),
+    ("NVMLError_Unknown", "NVML could not start on this host (NVMLError_Unknown"),
+])
+def test_nvml_that_cannot_start_exits_3(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                         error: str, words: str) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml.make(init_error=error))
+    assert main(["agent", "--once"]) == 3
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.startswith("burster: error: ") and words in out.err
+
+
+def test_a_gpu_failing_a_query_is_an_error_and_nvml_is_shut_down(monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    gpus = fake_pynvml.default_gpus()
+    gpus[1].lost = True
+    mod = fake_pynvml.make(gpus)
+    monkeypatch.setitem(sys.modules, "pynvml", mod)
+    assert main(["agent", "--once"]) == 2
+    assert "NVML failed reading GPU 1: NVMLError_GpuIsLost" in capsys.readouterr().err
+    assert mod.calls == ["init", "shutdown"]
+
+
+class Recorder:
+    """A real HTTP server on 127.0.0.1 that records each request and answers ``statuses`` in turn."""
+
+    def __init__(self, statuses: list[int]) -> None:
+        self.requests: list[dict[str, Any]] = []
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                recorder.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                status = statuses.pop(0) if statuses else 204
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    rec = Recorder([])
+    yield rec
+    rec.close()
+
+
+def test_controller_receives_the_report(nvml: Any, recorder: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://agent:s3cret@127.0.0.1:{recorder.port}/burster/?cluster=a"
+    assert main(["agent", "--once", "--controller", url]) == 0
+    assert capsys.readouterr().out == ""
+    [req] = recorder.requests
+    assert req["path"] == "/burster/v1/inventory?cluster=a"
+    assert req["headers"]["Content-Type"] == "application/json"
+    assert base64.b64decode(req["headers"]["Authorization"].removeprefix("Basic ")) == b"agent:s3cret"
+    report = json.loads(req["body"])
+    assert report["gpus"] == EXPECTED_GPUS and report["host"] == socket.gethostname()
+
+
+def test_controller_rejecting_the_report(nvml: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    rec = Recorder([500])
+    try:
+        code = main(["agent", "--once", "--controller", f"http://u:pw@127.0.0.1:{rec.port}?token=t0k"])
+    finally:
+        rec.close()
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"controller at http://127.0.0.1:{rec.port}/v1/inventory rejected the report: HTTP 500" in err
+    assert "pw" not in err and "t0k" not in err
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_unreachable_controller_names_the_url_without_secrets(nvml: Any,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    port = _closed_port()
+    code = main(["agent", "--once", "--timeout", "5", "--controller", f"http://ops:hunter2@127.0.0.1:{port}/?key=k3y"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"burster: error: cannot reach the controller at http://127.0.0.1:{port}/v1/inventory: ")
+    assert "hunter2" not in err and "k3y" not in err and "ops" not in err
+
+
+def test_repeating_agent_warns_on_a_failed_send_and_keeps_reporting(nvml: Any,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    rec = Recorder([503])
+    try:
+        code = main(["agent", "--count", "3", "--interval", "0.01", "--controller", f"http://127.0.0.1:{rec.port}"])
+    finally:
+        rec.close()
+    assert code == 0
+    assert len(rec.requests) == 3 and all(r["path"] == "/v1/inventory" for r in rec.requests)
+    err = capsys.readouterr().err
+    assert err.count("burster: warning: controller at") == 1 and "HTTP 503" in err
+    assert nvml.calls == ["init", "shutdown"] * 3
+
+
+def test_repeating_to_stdout_prints_one_document_per_report(nvml: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["agent", "--count", "2", "--interval", "0.01"]) == 0
+    docs = json.JSONDecoder()
+    out, reports = capsys.readouterr().out.strip(), []
+    while out:
+        report, end = docs.raw_decode(out)
+        reports.append(report)
+        out = out[end:].strip()
+    assert [r["gpus"] for r in reports] == [EXPECTED_GPUS, EXPECTED_GPUS]
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["--controller", "ftp://host"], "--controller must be an http:// or https:// URL"),
+    (["--controller", "http://:pw@/x"], "--controller must be an http:// or https:// URL"),
+    (["--interval", "0"], "--interval and --timeout must be positive"),
+    (["--count", "0"], "--count must be at least 1"),
+])
+def test_bad_options(nvml: Any, capsys: pytest.CaptureFixture[str], argv: list[str], words: str) -> None:
+    assert main(["agent", *argv]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "pw" not in err
+    assert nvml.calls == []
