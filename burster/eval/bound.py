@@ -14,11 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from burster.eval.clairvoyant import clairvoyant_usd
+from burster.eval.dual import lagrangian_usd
 from burster.eval.fluid import FloatArray, Fluid, IntArray, build_fluid
 from burster.eval.instance import Instance
 from burster.eval.lp import solve_reserved_lp
+from burster.eval.pairs import make_pairs
 
-MAX_PAIRS = 250_000  # (group, block) pairs the LP may have before slots are blocked together
+MAX_PAIRS = 20_000  # (group, block) pairs in the LP: about 2-3 s of HiGHS on this 2-core machine
 BLOCK_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 36, 48, 72, 96, 144, 288)
 
 
@@ -89,23 +91,44 @@ def cloud_only_usd(f: Fluid, g: Groups, which: np.ndarray) -> tuple[float, bool]
     return total, feasible
 
 
-def choose_block(g: Groups, eligible: np.ndarray, max_pairs: int = MAX_PAIRS) -> int:
-    """The finest block (slots per reserved-capacity row) keeping the LP under ``max_pairs`` pairs."""
-    first, last = g.first[eligible], g.last[eligible]
+def widened(g: Groups, k: int, slots: int) -> Groups:
+    """Groups merged by (first block, last block, shape), windows widened to whole blocks (for prices only)."""
+    first = (g.first // k) * k
+    last = np.minimum((g.last // k) * k + k - 1, slots - 1)
+    keys = np.stack([first, last, g.shape], axis=1)
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    n = len(uniq)
+    return Groups(uniq[:, 0], uniq[:, 1], uniq[:, 2], np.ones(n, dtype=np.bool_),
+                  np.bincount(inverse, weights=g.work_gpu_h, minlength=n).astype(np.float64),
+                  np.bincount(inverse, weights=g.cap_gpu_h, minlength=n).astype(np.float64))
+
+
+def n_pairs(g: Groups, k: int) -> int:
+    return int((g.last // k - g.first // k + 1).sum())
+
+
+def plan_lp(g: Groups, slots: int, max_pairs: int | None = None) -> tuple[int, Groups]:
+    """The finest block size whose LP stays under ``max_pairs`` pairs, with exact groups if they fit."""
+    max_pairs = MAX_PAIRS if max_pairs is None else max_pairs
     for k in BLOCK_CHOICES:
-        if int((last // k - first // k + 1).sum()) <= max_pairs:
-            return k
-    return BLOCK_CHOICES[-1]
+        if n_pairs(g, k) <= max_pairs:
+            return k, g
+        coarse = widened(g, k, slots)
+        if n_pairs(coarse, k) <= max_pairs:
+            return k, coarse
+    k = BLOCK_CHOICES[-1]
+    return k, widened(g, k, slots)
 
 
 def lower_bound_usd(instance: Instance, *, block_slots: int | None = None) -> tuple[float, str]:
-    """The fluid LP's optimum (USD) and the solver status ("optimal" when it is one)."""
+    """The fluid model's lower bound (USD) and its status ("optimal" when the LP solved to optimality)."""
     value, status, _ = lower_bound_detail(instance, block_slots=block_slots)
     return value, status
 
 
 def lower_bound_detail(instance: Instance, *, block_slots: int | None = None) -> tuple[float, str, int]:
-    """(value, status, block slots used)."""
+    """(value, status, block slots used); the value is L(lam) of the LP's duals, valid whatever the solver did."""
     f = build_fluid(instance)
     g = group_jobs(f)
     shared = g.eligible & (f.reserved_gpu_h > 0)
@@ -114,10 +137,20 @@ def lower_bound_detail(instance: Instance, *, block_slots: int | None = None) ->
         return 0.0, "infeasible: a job of a GPU model with no cloud offering cannot use the reserved pool", 1
     if not shared.any():
         return base, "optimal", 1
-    k = block_slots if block_slots is not None else choose_block(g, shared)
-    value, status = solve_reserved_lp(f, g.first[shared], g.last[shared], g.shape[shared], g.work_gpu_h[shared],
-                                      g.cap_gpu_h[shared], k)
-    return base + value, status, k
+    exact = Groups(g.first[shared], g.last[shared], g.shape[shared], g.eligible[shared], g.work_gpu_h[shared],
+                   g.cap_gpu_h[shared])
+    if block_slots is None:
+        k, lp_groups = plan_lp(exact, f.slots)
+    else:
+        k, lp_groups = block_slots, exact
+    lp_pairs = make_pairs(lp_groups.first, lp_groups.last, lp_groups.shape, f.price, k)
+    lp = solve_reserved_lp(lp_pairs, lp_groups.work_gpu_h, lp_groups.cap_gpu_h, f.reserved_gpu_h, f.slots)
+    pairs = lp_pairs if lp_groups is exact else make_pairs(exact.first, exact.last, exact.shape, f.price, k)
+    value = lagrangian_usd(pairs, exact.work_gpu_h, exact.cap_gpu_h, lp.reserved_price, f.reserved_gpu_h, f.slots)
+    if not np.isfinite(value):
+        return 0.0, "infeasible: some job cannot finish within its window", k
+    status = lp.status if lp_groups is exact else f"{lp.status} (prices from a coarser LP)"
+    return max(base + value, 0.0), status, k
 
 
 def bracket(instance: Instance, *, block_slots: int | None = None) -> Bracket:

@@ -72,9 +72,10 @@ def nodes_for(job: EvalJob, offering: Offering) -> int:
     return job.nodes * -(-job.gpus_per_node // offering.gpus_per_node)
 
 
-def _shape_key(job: EvalJob, providers: Sequence[str]) -> tuple[object, ...]:
-    factors = tuple(min(1.0, billing_factor(p, job.runtime_s)) for p in providers)
-    return (job.gpu_model, job.gpus, job.nodes, factors)
+def _factors(runtime_s: float, providers: Sequence[str], cache: dict[float, tuple[float, ...]]) -> tuple[float, ...]:
+    if runtime_s not in cache:
+        cache[runtime_s] = tuple(min(1.0, billing_factor(p, runtime_s)) for p in providers)
+    return cache[runtime_s]
 
 
 def build_fluid(instance: Instance) -> Fluid:
@@ -82,19 +83,22 @@ def build_fluid(instance: Instance) -> Fluid:
     s, slots = instance.slot_s, instance.slots
     jobs = instance.jobs
     providers = sorted({o.provider for o in instance.offerings})
+    models = {j.gpu_model for j in jobs}
     masks: dict[str, BoolArray] = {}
-    for o in instance.offerings:
+    for o in (o for o in instance.offerings if o.gpu_model in models):
         ser = instance.spot_series.get(o.key) if o.market is Market.SPOT else None
         masks[o.key] = (slot_up_mask(ser, slots, s, instance.notice_s) if ser is not None
                         else np.ones(slots, dtype=np.bool_))
     shapes: dict[tuple[object, ...], int] = {}
     rows: list[FloatArray] = []
     shape = np.zeros(len(jobs), dtype=np.int64)
+    cache: dict[float, tuple[float, ...]] = {}
     for i, j in enumerate(jobs):
-        key = _shape_key(j, providers)
+        factors = _factors(j.runtime_s, providers, cache)
+        key = (j.gpu_model, j.gpus, j.nodes, factors)
         if key not in shapes:
             shapes[key] = len(rows)
-            rows.append(_price_row(j, instance.offerings, masks, slots, providers, key[3]))  # type: ignore[arg-type]
+            rows.append(_price_row(j, instance.offerings, masks, slots, providers, factors))
         shape[i] = shapes[key]
     arrival = np.array([j.arrival_s for j in jobs], dtype=np.float64)
     due = np.array([j.due_s for j in jobs], dtype=np.float64)
