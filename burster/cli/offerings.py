@@ -42,6 +42,9 @@ def main(args: argparse.Namespace) -> int:
 
     if args.limit < 0:
         raise ConfigError(f"--limit must be 0 (all) or more, got {args.limit}")
+    if args.prices is not None and not args.prices.exists():
+        raise ConfigError(f"--prices: {args.prices} does not exist; give a catalog folder or one of its CSV files "
+                          "(aws_v7_vms_gpu_subset.csv, gcp_v7_vms_gpu_subset.csv, azure_v6_vms_gpu_subset.csv)")
     cost = cost_model(load_config(args.config))
     offerings = load_catalog(args.prices)
     flt = OfferFilter(gpu=args.gpu, market=args.market, region=args.region, provider=args.provider,
