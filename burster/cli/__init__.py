@@ -14,6 +14,7 @@ from burster.errors import BursterError
 COMMANDS = (
     "burster.cli.simulate",
     "burster.cli.config_cmd",
+    "burster.cli.bench",
     "burster.cli.agent",
     "burster.cli.offerings",
 )

@@ -1,0 +1,164 @@
+"""``burster bench``: every policy arm over traces x pool sizes x seeds, beside the offline cost bracket."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from burster.errors import ConfigError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "bench", help="compare all policies over traces, pool sizes and seeds against the cost bracket",
+        description="Run every policy arm through the simulator over traces x pool sizes x seeds, compare "
+                    "cloud $, waits and misses with the offline lower/upper cost bound, and check the targets. "
+                    "See docs/evaluation.md.",
+    )
+    p.add_argument("--quick", action="store_true", help="small fixed subset: 1 pool size, seed 0 (minutes)")
+    p.add_argument("--json", action="store_true", help="print a list of JSON records instead of tables")
+    p.add_argument("--html", type=Path, metavar="PATH", help="also write the HTML report with plots here")
+    p.add_argument("--trace", type=Path, action="append", metavar="PATH",
+                   help="job trace file (repeatable; default: the built-in suite)")
+    p.add_argument("--trace-format", help="format of every --trace (default: detected from the file name)")
+    p.add_argument("--spot", type=Path, metavar="PATH", help="spot availability trace file or folder")
+    p.add_argument("--prices", type=Path, metavar="PATH", help="price catalog file or folder")
+    p.add_argument("--pool-nodes", type=int, action="append", metavar="N",
+                   help="on-prem 8-GPU nodes (repeatable; overrides the utilization sweep)")
+    p.add_argument("--seeds", help="comma-separated seeds (default: 0 quick, 0,1,2 full)")
+    p.add_argument("--days", type=float, help="window length in days (default: the suite's; whole --trace)")
+    p.add_argument("--start-day", type=float, help="window start in days from the trace start")
+    p.add_argument("--policies", help="comma-separated policy names (default: all six)")
+    p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    p.set_defaults(func=main)
+
+
+def parse_policies(text: str | None) -> list[str]:
+    from burster.eval.compare import POLICY_NAMES
+
+    names = [n.strip() for n in (text or ",".join(POLICY_NAMES)).split(",") if n.strip()]
+    bad = [n for n in names if n not in POLICY_NAMES]
+    if bad or not names:
+        raise ConfigError(f"unknown policy {', '.join(map(repr, bad)) or '(none given)'} in --policies; "
+                          f"valid: {', '.join(POLICY_NAMES)}")
+    return list(dict.fromkeys(names))
+
+
+def parse_seeds(text: str | None, quick: bool) -> list[int]:
+    if text is None:
+        return [0] if quick else [0, 1, 2]
+    try:
+        seeds = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise ConfigError(f"--seeds must be comma-separated whole numbers like 0,1,2; got {text!r}") from None
+    if not seeds or min(seeds) < 0:
+        raise ConfigError(f"--seeds must be whole numbers >= 0 like 0,1,2; got {text!r}")
+    return list(dict.fromkeys(seeds))
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    for n in args.pool_nodes or ():
+        if n < 1:
+            raise ConfigError(f"--pool-nodes must be at least 1 (8-GPU nodes); got {n}")
+    if args.workers < 1:
+        raise ConfigError(f"--workers must be at least 1; got {args.workers}")
+    if args.days is not None and not 0 < args.days <= 365:
+        raise ConfigError(f"--days must be in (0, 365]; got {args.days:g}")
+    if args.start_day is not None and args.start_day < 0:
+        raise ConfigError(f"--start-day must be >= 0; got {args.start_day:g}")
+
+
+def windows(args: argparse.Namespace) -> list[Any]:
+    """The user's traces (whole, or --start-day/--days of each), else the default suite with overrides."""
+    from burster.eval.compare import Window, cached_trace
+    from burster.eval.suite import default_windows
+
+    if not args.trace:
+        out = default_windows(args.quick)
+        return [replace(w, start_day=args.start_day if args.start_day is not None else w.start_day,
+                        days=args.days or w.days) for w in out]
+    result = []
+    for path in args.trace:
+        if not path.exists():
+            raise ConfigError(f"--trace {path} does not exist")
+        start_day = args.start_day or 0.0
+        days = args.days
+        if days is None:
+            trace = cached_trace(str(path), args.trace_format)
+            day0 = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
+            days = max(math.ceil(((trace.end - day0).total_seconds() + 1) / 3600) / 24, 1 / 24)
+        result.append(Window(str(path), args.trace_format, start_day, days))
+    return result
+
+
+def _check_sources(args: argparse.Namespace) -> None:
+    """Fail here, before any worker starts, on a --spot or --prices the loaders reject."""
+    from burster.app import spot_series
+    from burster.catalog import load_catalog
+
+    for flag, path in (("--spot", args.spot), ("--prices", args.prices)):
+        if path is not None and not path.exists():
+            raise ConfigError(f"{flag} {path} does not exist")
+    if args.spot is not None:
+        spot_series(0, args.spot)
+    if args.prices is not None:
+        load_catalog(args.prices)
+
+
+def main(args: argparse.Namespace) -> int:
+    from burster.eval.compare import Sources, records, run_suite
+    from burster.eval.report import render
+    from burster.eval.suite import plan_settings
+    from burster.eval.targets import evaluate
+
+    policies = parse_policies(args.policies)
+    seeds = parse_seeds(args.seeds, args.quick)
+    _check_numbers(args)
+    _check_sources(args)
+    plan = plan_settings(windows(args), seeds=seeds, nodes=args.pool_nodes,
+                         utilizations=(0.9,) if args.quick else (0.9, 0.75), strict=bool(args.trace))
+    for trace, why in plan.skipped:
+        print(f"burster bench: skipped {trace}: {why}", file=sys.stderr)
+    if not plan.settings:
+        raise ConfigError("nothing to run: every trace of the suite was skipped (see above)")
+    sources = Sources(args.prices, args.spot)
+    if args.json:
+        result = run_suite(plan.settings, policies, sources, workers=args.workers)
+    else:
+        result = _run_with_progress(plan.settings, policies, sources, args.workers)
+    result.skipped = plan.skipped
+    recs = records(result)
+    checks = evaluate(recs)
+    if args.json:
+        print(json.dumps(recs, indent=2))
+    else:
+        from burster.eval.tables import print_tables
+
+        print_tables(recs, checks, result.wall_s)
+    if args.html:
+        args.html.parent.mkdir(parents=True, exist_ok=True)
+        args.html.write_text(render(result, recs, checks, policies=policies), encoding="utf-8")
+        print(f"burster bench: report written to {args.html}", file=sys.stderr)
+    return 0
+
+
+def _run_with_progress(settings: Any, policies: list[str], sources: Any, workers: int) -> Any:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from burster.eval.compare import run_suite
+
+    with Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("bench", total=len(settings) * (len(policies) + 1), last="")
+
+        def on_done(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, last=label)
+
+        return run_suite(settings, policies, sources, workers=workers, on_done=on_done)
