@@ -89,9 +89,8 @@ class Policy(Protocol):
     """A pure function of a frozen Snapshot: no I/O, no clock reads, no unseeded randomness.
 
     A policy is built with its cost model and limits; ``decide`` must return the same Plan for
-    the same Snapshot. A policy may also offer ``quiet_until(snapshot) -> datetime | None``: when
-    its empty plan could next change with no event in between (None: unknown). The simulator uses
-    it to skip passes that would decide nothing; see policies/quiet.py.
+    the same Snapshot. An empty Plan may carry ``quiet_until`` (when it could next change with no
+    event in between); the simulator uses it to skip passes that would decide nothing.
     """
 
     name: str

@@ -109,6 +109,7 @@ class Demand:
     sprint: str = ""
     done_s: float = 0.0  # work already saved by checkpoints (a requeued job keeps it)
     attempt: int = 0  # times the job was requeued (preempted, reclaimed); part of request ids
+    queued_at: datetime | None = None  # when it last entered the queue (None: at submission)
 
     @property
     def remaining_s(self) -> float:

@@ -63,10 +63,16 @@ Action = Launch | Terminate | Checkpoint | Drain
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What a policy wants done this pass, and what guards refused (with reasons)."""
+    """What a policy wants done this pass, and what guards refused (with reasons).
+
+    ``quiet_until``, for an empty plan only: the policy's word that, unless something happens (a job
+    arrives or ends, a node or an offering changes), it will decide nothing before that instant.
+    None means it cannot say; a simulation then decides again on the next tick.
+    """
 
     actions: tuple[Action, ...] = ()
     refused: tuple[tuple[Action, str], ...] = field(default=())
+    quiet_until: datetime | None = None
 
     @property
     def launches(self) -> tuple[Launch, ...]:

@@ -70,9 +70,8 @@ class Reconciler:
         snapshot = self.observe()
         plan = self.policy.decide(snapshot)
         report = PassReport(snapshot.now, plan)
-        quiet = getattr(self.policy, "quiet_until", None)
-        if quiet is not None and not settling and not plan.actions and not plan.refused:
-            report.quiet_until = quiet(snapshot)
+        if not settling and not plan.actions and not plan.refused:
+            report.quiet_until = plan.quiet_until
         self.actuate(plan, snapshot, report)
         self.record(report)
         return report

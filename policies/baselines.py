@@ -22,7 +22,7 @@ from policies.cost import CostModel
 from policies.deadline import handle_interruptions
 from policies.guards import GuardParams, apply_guards
 from policies.offers import ON_DEMAND_ONLY, SPOT_ONLY
-from policies.quiet import FOREVER, quiet_until
+from policies.quiet import FOREVER, with_quiet_until
 from policies.reclaim import ReclaimParams, idle_ttl
 
 
@@ -35,10 +35,7 @@ class ReservedOnlyPolicy:
         self.guards = guards or GuardParams()
 
     def decide(self, snapshot: Snapshot) -> Plan:
-        return Plan()
-
-    def quiet_until(self, snapshot: Snapshot) -> datetime | None:
-        return FOREVER
+        return Plan(quiet_until=FOREVER)
 
 
 class BaselinePolicy:
@@ -53,15 +50,13 @@ class BaselinePolicy:
         self.guards = guards or GuardParams()
 
     def decide(self, snapshot: Snapshot) -> Plan:
+        wakes: list[datetime] = []
         actions: list[Action] = list(handle_interruptions(snapshot))
-        actions += burst(snapshot, self.cost, self.burst_params)
+        actions += burst(snapshot, self.cost, self.burst_params, wakes=wakes)
         actions += idle_ttl(snapshot, self.reclaim_params)
-        return apply_guards(Plan(tuple(actions)), snapshot, self.guards)
-
-    def quiet_until(self, snapshot: Snapshot) -> datetime | None:
-        """When an empty plan for ``snapshot`` could next change by itself (see policies.quiet)."""
-        return quiet_until(snapshot, idle_ttl_s=self.reclaim_params.idle_ttl_s, guards=self.guards,
-                           reads_signals=self.burst_params.prewarm)
+        plan = apply_guards(Plan(tuple(actions)), snapshot, self.guards)
+        return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=self.reclaim_params.idle_ttl_s,
+                                guards=self.guards, reads_signals=self.burst_params.prewarm)
 
 
 _NOW = {"max_wait_s": 0.0, "wait_fraction": 0.0, "prewarm": False, "cost_trigger": False}

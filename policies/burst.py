@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from burster.model import Demand, JobClass, Market, Node, Offering, Snapshot
 from burster.plan import Launch, request_id
@@ -32,6 +32,8 @@ class BurstParams:
     market_order: tuple[frozenset[Market], ...] = ()  # try these in turn (e.g. spot, then on-demand)
     cost_trigger: bool = True  # burst when waiting costs more than the cloud
     wait_s_per_gpu_hour: float = 0.0  # compute-proportional wait budget (Starburst-like)
+    # a job the projection says starts now counts as stuck once queued this long (a scheduler cycle)
+    stuck_after_s: float = 60.0
 
 
 def slack_s(job: Demand, now: datetime, cost: CostModel) -> float:
@@ -100,12 +102,40 @@ class _IdleCapacity:
 _USABLE = {"launching", "joining", "ready"}
 
 
+class _Room:
+    """Whether the pool will surely start a job: a node fits it and free GPUs cover all pending work."""
+
+    def __init__(self, snapshot: Snapshot, queue: ReservedQueue) -> None:
+        self.queue = queue
+        self.free: dict[str, list[int]] = {}
+        for n in snapshot.pool_nodes:
+            self.free.setdefault(n.gpu_model, []).append(n.free_gpus)
+        self.pending: dict[str | None, int] = {}
+        for j in snapshot.pending:
+            model = queue.model_for(j)
+            self.pending[model] = self.pending.get(model, 0) + j.gpus
+
+    def surely_starts(self, job: Demand) -> bool:
+        model = self.queue.model_for(job)
+        if model is None or job.nodes > 1:
+            return False
+        free = self.free.get(model, [])
+        return sum(free) >= self.pending.get(model, 0) and any(f >= job.gpus for f in free)
+
+
 def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
-          queue: ReservedQueue | None = None) -> list[Launch]:
+          queue: ReservedQueue | None = None, wakes: list[datetime] | None = None) -> list[Launch]:
+    """Launches for the pending jobs that should not wait for reserved capacity.
+
+    ``wakes`` (if given) receives the future instants at which a job kept waiting would burst with
+    nothing else happening: a job the projection says starts now, but that the pool has not started
+    (fragmentation, a FIFO head's reservation), still ages towards its wait budget and spot slack.
+    """
     now = snapshot.now
     queue = queue or ReservedQueue(now, snapshot.pool_nodes, snapshot.running)
     book = offer_book(snapshot, cost)
     idle = _IdleCapacity(snapshot.cloud_nodes)
+    room = _Room(snapshot, queue)
     served = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and n.state.value in _USABLE}
     launches: list[Launch] = []
     for job in sorted(snapshot.pending, key=lambda j: (-j.priority, j.submitted_at, j.job_id)):
@@ -113,14 +143,20 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
             continue
         wait_s = queue.expected_wait_s(job)
         waited_s = (now - job.submitted_at).total_seconds()
-        if wait_s == 0.0:
-            queue.enqueue(job)
+        if wait_s > 0.0 and idle.take(job) is not None:
             continue
-        if idle.take(job) is not None:
+        queued_s = (now - (job.queued_at or job.submitted_at)).total_seconds()
+        # the pool may not have looked yet, or it will surely start it: it fits and so does the queue
+        fresh = wait_s == 0.0 and (queued_s < params.stuck_after_s or room.surely_starts(job))
+        launch = None if fresh else _consider(job, wait_s, waited_s, now, cost, params, book)
+        if launch is not None and wait_s == 0.0 and idle.take(job) is not None:
             continue
-        launch = _consider(job, wait_s, waited_s, now, cost, params, book)
         if launch is None:
             queue.enqueue(job)
+            if fresh and wakes is not None:
+                wakes.append(now + timedelta(seconds=params.stuck_after_s - queued_s))
+            elif wait_s == 0.0 and wakes is not None:
+                wakes += _stuck_wakes(job, waited_s, now, cost, params, book)
         else:
             launches.append(launch)
     if params.prewarm and snapshot.signals:
@@ -140,7 +176,9 @@ def _consider(job: Demand, wait_s: float, waited_s: float, now: datetime, cost: 
     if wait_s == math.inf:
         why = "no reserved capacity can run it"
     elif waited_s + wait_s > budget:
-        why = f"expected wait {wait_s:.0f}s would pass its wait budget {budget:.0f}s"
+        why = (f"expected wait {wait_s:.0f}s would pass its wait budget {budget:.0f}s" if wait_s > 0 else
+               f"waited {waited_s:.0f}s, past its wait budget {budget:.0f}s, though reserved GPUs look free "
+               f"(fragmented, or held for the queue's head)")
     elif wait_s > spot_slack:
         why = (f"waiting {wait_s:.0f}s would leave too little deadline slack to run on spot "
                f"({spot_slack:.0f}s left for waiting)")
@@ -150,6 +188,16 @@ def _consider(job: Demand, wait_s: float, waited_s: float, now: datetime, cost: 
         return None
     return _launch(job, offering, cost, f"job {job.job_id} ({job.gpus} GPUs): {why}; "
                    f"cheapest effective is {offering.key} at ${offering.price_per_hour_usd:.2f}/h")
+
+
+def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,
+                 book: OfferBook) -> list[datetime]:
+    """When a job whose projected wait stays 0 will pass its wait budget or its spot slack."""
+    offering = choose(job, now, cost, params, book)
+    if offering is None:
+        return []  # only an offering change (an event) can let it burst
+    ahead = [wait_budget_s(job, params) - waited_s, spot_slack_s(job, now, cost, params, offering)]
+    return [now + timedelta(seconds=s) for s in ahead if 0 < s < math.inf]
 
 
 def _launch(job: Demand, offering: Offering, cost: CostModel, reason: str) -> Launch:

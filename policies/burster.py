@@ -12,7 +12,7 @@ from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.guards import GuardParams, apply_guards, enforce_budget
 from policies.queue import ReservedQueue
-from policies.quiet import quiet_until
+from policies.quiet import with_quiet_until
 from policies.reclaim import ReclaimParams, idle_ttl, move_back
 
 
@@ -40,19 +40,16 @@ class BursterPolicy:
         actions += stopping
         actions += handle_interruptions(snapshot)
         actions += switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s)
+        wakes: list[datetime] = []
         if not stopping:  # no new launches while a hard budget is stopping the burn
-            actions += burst(snapshot, self.cost, p.burst, queue)
+            actions += burst(snapshot, self.cost, p.burst, queue, wakes)
         actions += idle_ttl(snapshot, p.reclaim)
         if p.reclaim.move_back:
-            # burst enqueued the jobs that wait for reserved GPUs: they have first claim on free ones
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
             actions += [a for a in move_back(snapshot, self.cost, queue) if a.node_id not in busy]
-        return apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)
-
-    def quiet_until(self, snapshot: Snapshot) -> datetime | None:
-        """When an empty plan for ``snapshot`` could next change by itself (see policies.quiet)."""
-        return quiet_until(snapshot, idle_ttl_s=self.params.reclaim.idle_ttl_s, guards=self.params.guards,
-                           reads_signals=self.params.burst.prewarm)
+        plan = apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)
+        return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=p.reclaim.idle_ttl_s, guards=p.guards,
+                                reads_signals=p.burst.prewarm)
 
 
 def _dedupe(actions: list[Action]) -> list[Action]:

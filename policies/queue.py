@@ -81,6 +81,11 @@ class ReservedQueue:
         if model is not None:
             self._queued[model] += job.gpus
 
+    def free_gpus(self, model: str) -> int:
+        """GPUs of ``model`` free right now."""
+        cum = self._cum.get(model)
+        return cum[0] if cum else 0
+
     def spare_gpus(self, model: str) -> int:
         """GPUs free right now beyond what the queue is waiting for."""
         cum = self._cum.get(model)

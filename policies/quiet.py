@@ -8,17 +8,22 @@ time-dependent quantity they use moves in lockstep:
 - a running job's deadline slack is constant (its remaining work shrinks as the clock moves);
   "almost done" and the savings of moving a job back only turn actions *off* as time passes;
 so an empty plan stays empty until an event (arrival, finish, node ready, notice, spot
-availability change, block expiry) or until an idle node reaches its idle TTL. Budgets accrue with
+availability change, block expiry), until an idle node reaches its idle TTL, or until a job the
+projection says starts now (but the pool has not started) ages past its wait budget or spot slack
+(the burst rule reports those instants). Budgets accrue with
 time, signals open windows, and an on-prem job past its expected end breaks the lockstep: in those
 cases this returns None (decide every tick).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from burster.lifecycle import NodeState
 from burster.model import Snapshot
+from burster.plan import Plan
 from policies.guards import GuardParams
 
 FOREVER = datetime.max.replace(tzinfo=UTC)
@@ -43,3 +48,14 @@ def quiet_until(snapshot: Snapshot, *, idle_ttl_s: float, guards: GuardParams,
                 return None
             wake = min(wake, node.idle_since + timedelta(seconds=idle_ttl_s))
     return wake
+
+
+def with_quiet_until(plan: Plan, snapshot: Snapshot, wakes: Sequence[datetime], *, idle_ttl_s: float,
+                     guards: GuardParams, reads_signals: bool) -> Plan:
+    """``plan``, and if it is empty, the instant it could next change (``wakes``: the burst rule's own)."""
+    if plan.actions or plan.refused:
+        return plan
+    until = quiet_until(snapshot, idle_ttl_s=idle_ttl_s, guards=guards, reads_signals=reads_signals)
+    if until is None:
+        return plan
+    return replace(plan, quiet_until=min([until, *wakes]))

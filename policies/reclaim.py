@@ -61,12 +61,17 @@ def idle_ttl(snapshot: Snapshot, params: ReclaimParams) -> list[Action]:
 def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue) -> list[Checkpoint]:
     """Checkpoint cloud jobs that now fit on free reserved GPUs, most expensive first.
 
-    ``queue`` holds the pending jobs that wait for reserved capacity: they have first claim on the
-    free GPUs (a FIFO pool keeps them for its head job), so only GPUs beyond theirs are spare.
-    Moving a job into GPUs the queue is owed would strand it on-prem and burst it again.
+    Every pending job has first claim on the free GPUs, including one whose burst nodes are still
+    booting: the pool keeps free GPUs for its queue's head (FIFO) whatever the controller plans for
+    it. Only GPUs beyond all pending demand are spare; moving a job into GPUs the queue is owed
+    would strand it on-prem and burst it again.
     """
     out: list[Checkpoint] = []
-    spare = {m: queue.spare_gpus(m) for m in queue.total}
+    spare = {m: queue.free_gpus(m) for m in queue.total}
+    for job in snapshot.pending:
+        model = queue.model_for(job)
+        if model is not None:
+            spare[model] -= job.gpus
     ready = {n.node_id for n in snapshot.cloud_nodes
              if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
     cloud = [p for p in snapshot.running if p.on_cloud and all(i in ready for i in p.node_ids)]

@@ -223,7 +223,7 @@ class SimPool:
         self._release(run)
         self.metrics.stopped(run.job, lost_s=done - saved, preempted=preempted)
         self.queue[job_id] = replace(run.job, done_s=min(saved, run.job.est_runtime_s),
-                                     attempt=run.job.attempt + 1)
+                                     attempt=run.job.attempt + 1, queued_at=now)
 
     def _release(self, run: _Run) -> None:
         del self.runs[run.job.job_id]

@@ -56,3 +56,28 @@ def test_a_deadline_job_bursts_on_spot_before_queueing_would_force_it_onto_on_de
     assert launch.offering.market is Market.SPOT and "too little deadline slack" in launch.reason
     # with plenty of slack the same wait is fine
     assert burst(snapshot(deadline_job(slack_s=50_000), busy_for_s=5_000), COST, PARAMS) == []
+
+
+def fragmented(job: Demand) -> Snapshot:
+    """Two 8-GPU nodes with one GPU free on each: 2 GPUs free in all, but no node fits a 2-GPU job."""
+    pool = (PoolNode("onprem-0", "V100", 8, 1), PoolNode("onprem-1", "V100", 8, 1))
+    return Snapshot(NOW, (job,), (), pool, (), (SPOT, OD))
+
+
+def two_gpu_job(waited_s: float, queued_s: float | None = None) -> Demand:
+    queued = None if queued_s is None else NOW - timedelta(seconds=queued_s)
+    return Demand("frag", 2, NOW - timedelta(seconds=waited_s), 3600, gpu_model="V100", queued_at=queued)
+
+
+def test_a_job_the_pool_leaves_waiting_on_fragmented_gpus_bursts_once_past_its_budget() -> None:
+    wakes: list[datetime] = []
+    assert burst(fragmented(two_gpu_job(waited_s=300)), COST, PARAMS, wakes=wakes) == []
+    assert wakes == [NOW + timedelta(seconds=900 - 300)]  # budget max(600, 0.25 x 3600 s)
+    (launch,) = burst(fragmented(two_gpu_job(waited_s=1200)), COST, PARAMS)
+    assert launch.offering == SPOT and launch.count == 2 and "look free" in launch.reason
+
+
+def test_a_job_just_requeued_is_given_a_scheduler_cycle_before_it_counts_as_stuck() -> None:
+    wakes: list[datetime] = []
+    assert burst(fragmented(two_gpu_job(waited_s=1200, queued_s=10)), COST, PARAMS, wakes=wakes) == []
+    assert wakes == [NOW + timedelta(seconds=50)]
