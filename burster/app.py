@@ -137,7 +137,8 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
     if unknown:
         raise ConfigError(f"unknown provider(s) {', '.join(unknown)}; valid: {', '.join(PROVIDERS)}")
     start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
-    end = trace.end if days is None else start + timedelta(days=days)
+    # the whole trace includes its last arrival; a window [start, start + days) does not
+    end = trace.end + timedelta(microseconds=1) if days is None else start + timedelta(days=days)
     model = config.pool.gpu_model
     jobs = [j if j.gpu_model else replace(j, gpu_model=model) for j in trace.jobs if start <= j.submitted_at < end]
     offerings = load_catalog(prices, providers) if prices else load_catalog(providers=providers)

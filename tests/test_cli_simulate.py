@@ -57,3 +57,14 @@ def test_bad_trace_row_fails_cleanly_and_prints_no_summary(tmp_path: Path,
 def test_out_of_range_option_names_the_key(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--demo", "--pool-nodes", "-3"]) == 2
     assert "pool.nodes" in capsys.readouterr().err
+
+
+def test_a_whole_trace_replay_includes_its_last_arrival(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "trace_job_Philly_two.csv"
+    trace.write_text("job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,"
+                     "expect_time_list,expect_value_list,best_effort,job_type\n"
+                     "0,vc,1,5,5,vgg,30,1,60,10,1,best\n1,vc,2,5,5,vgg,30,1,60,10,1,best\n")
+    assert main(["simulate", "--trace", str(trace), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["jobs"] == out["jobs_finished"] == 2
