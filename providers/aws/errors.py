@@ -142,6 +142,7 @@ def translate(exc: BaseException, *, op: str, offering_key: str = "",
               profile: str | None = None) -> ProviderError | None:
     """The Burster error for a boto3/botocore exception, or None when it is not an AWS failure."""
     from botocore import exceptions as bx
+    from botocore.parsers import ResponseParserError  # not in botocore.exceptions
 
     if isinstance(exc, ProviderError):
         return exc
@@ -153,7 +154,7 @@ def translate(exc: BaseException, *, op: str, offering_key: str = "",
     if isinstance(exc, bx.NoCredentialsError | bx.PartialCredentialsError | bx.CredentialRetrievalError):
         return no_credentials(profile)
     if isinstance(exc, bx.EndpointConnectionError | bx.ConnectionClosedError | bx.ReadTimeoutError
-                  | bx.ConnectTimeoutError | bx.ResponseParserError | bx.HTTPClientError):
+                  | bx.ConnectTimeoutError | ResponseParserError | bx.HTTPClientError):
         return TransientError(
             f"aws {op}: cannot reach the AWS endpoint ({type(exc).__name__}); retried with backoff, "
             f"check network access and clouds.aws.endpoint_url", provider=PROVIDER, offering_key=offering_key)
