@@ -32,8 +32,8 @@ exit codes:
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "agent", help="report this host's NVIDIA GPUs (pynvml) to the controller",
-        description="Read this host's GPUs with NVML (model, memory, utilization, compute processes) and "
-                    "print one JSON report, or POST it to a controller's /v1/inventory, every --interval seconds.",
+        description="Read this host's GPUs with NVML (model, memory, utilization, compute processes) and print\n"
+                    "one JSON report, or POST it to a controller's URL/v1/inventory, every --interval seconds.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--once", action="store_true", help="send or print one report and exit")

@@ -15,10 +15,10 @@ from burster.offer_query import MARKETS, OfferFilter, RankedOffer, query_offers
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "offerings", help="list catalog offerings, filtered, sorted by effective $/GPU-h",
-        description="List GPU offerings of the offline price catalog (SkyPilot-derived; bundled, or "
-                    "../shared/data's when present), cheapest effective $ per useful GPU-hour first. The "
-                    "effective price is the cost model's: price per GPU-hour plus expected spot rework "
-                    "(cost.spot_interruptions_per_hour, cost.restart_overhead_s, 30-minute checkpoints).",
+        description="List GPU offerings of the offline price catalog (SkyPilot-derived: ../shared/data's when\n"
+                    "present, else the bundled copy), cheapest effective $ per useful GPU-hour first. The effective\n"
+                    "price is the cost model's: price per GPU-hour plus expected spot rework\n"
+                    "(cost.spot_interruptions_per_hour x (15-minute half checkpoint + cost.restart_overhead_s)).",
         epilog="examples:\n  burster offerings --gpu h100 --market spot --limit 5\n"
                "  burster offerings --provider gcp --region us-central1 --max-price 2.5 --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
     p.add_argument("--region", help="cloud region (e.g. us-east-1, us-central1, eastus)")
     p.add_argument("--provider", help="cloud: aws, gcp or azure")
     p.add_argument("--max-price", type=float, metavar="USD", help="keep offerings at most this effective $/GPU-hour")
-    p.add_argument("--prices", type=Path, metavar="PATH", help="price catalog folder or file (default: bundled)")
+    p.add_argument("--prices", type=Path, metavar="PATH", help="price catalog folder or file (default: as above)")
     p.add_argument("--config", type=Path, help="burster TOML config whose [cost] section prices spot rework")
     p.add_argument("--limit", type=int, default=50, metavar="N", help="show at most N rows; 0 for all (default: 50)")
     p.add_argument("--json", action="store_true", help="print a JSON list of records instead of the table")
