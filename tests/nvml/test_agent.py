@@ -9,9 +9,7 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ import pytest
 
 from burster.cli import main
 from tests.nvml import fake_pynvml
+from tests.nvml.recorder import Recorder
 
 BURSTER = Path(sys.executable).with_name("burster")
 NO_LIBRARY = ("no NVIDIA driver found on this host (libnvidia-ml.so could not be loaded); "
@@ -99,34 +98,6 @@ def test_a_gpu_failing_a_query_is_an_error_and_nvml_is_shut_down(monkeypatch: py
     assert main(["agent", "--once"]) == 2
     assert "NVML failed reading GPU 1: NVMLError_GpuIsLost" in capsys.readouterr().err
     assert mod.calls == ["init", "shutdown"]
-
-
-class Recorder:
-    """A real HTTP server on 127.0.0.1 that records each request and answers ``statuses`` in turn."""
-
-    def __init__(self, statuses: list[int]) -> None:
-        self.requests: list[dict[str, Any]] = []
-        recorder = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                recorder.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                status = statuses.pop(0) if statuses else 204
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
