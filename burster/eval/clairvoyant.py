@@ -1,12 +1,12 @@
 """A clairvoyant feasible schedule: the upper bound of the bracket.
 
-Every job gets a cloud plan first: the start within its wait budget (17 evenly spaced candidates)
-that minimises its cost along its shape's timeline (``timeline.py``: whole nodes, spot while up and
-moving off before each drop, billed per segment with boot). Then jobs are considered in one order
-(arrival, or most cloud USD per GPU-hour first) and each runs on reserved GPUs when they are free for
-its whole runtime from some start within its wait budget (earliest such start, on a ``grid_s`` capacity
-profile where a run occupies every cell it touches), else by its cloud plan. The cheaper of the two
-orders wins. Every job starts within its wait budget and the reserved pool is never over-committed.
+Every job gets a cloud plan first (``cloudplan.py``: moving between offerings before spot drops, or
+one unbroken run). Then jobs are considered in one order (arrival; most cloud USD first; or most
+cloud USD per GPU-hour first) and each runs on reserved GPUs when they are free for its whole runtime from
+some start within its wait budget (earliest such start, on a ``grid_s`` capacity profile where a run
+occupies every cell it touches), else by its cloud plan. The cheapest order wins. Every job starts
+within its wait budget, runs without a pause and never over-commits the reserved pool
+(``verify.py`` checks all of it).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from burster.eval.cloudplan import CloudPlan, Shape, hopping_plans, shape_of, single_run_plans
 from burster.eval.instance import EvalJob, Instance
-from burster.eval.timeline import Timeline, build_timeline
+from burster.eval.timeline import Timeline
 
 RESERVED = "reserved"
-CANDIDATES = 17
-ORDERS = ("arrival", "value", "cost")
+ORDERS = ("arrival", "cost")  # also "value": most cloud USD per GPU-hour first
 
 
 @dataclass(frozen=True)
@@ -72,40 +72,18 @@ class _Profile:
             self.used = np.concatenate([self.used, np.zeros(cells - len(self.used), dtype=np.int64)])
 
 
-@dataclass(frozen=True)
-class CloudPlan:
-    start_s: float
-    usd: float
-
-
-def cloud_plans(instance: Instance, boot_s: float) -> tuple[list[CloudPlan], dict[tuple[str, int, int], Timeline]]:
-    """Each job's cheapest cloud plan (inf USD where its GPU model has no offering), and the timelines."""
-    by_shape: dict[tuple[str, int, int], list[int]] = {}
-    for i, j in enumerate(instance.jobs):
-        by_shape.setdefault((j.gpu_model, j.gpus, j.nodes), []).append(i)
-    plans = [CloudPlan(j.arrival_s, math.inf) for j in instance.jobs]
-    timelines: dict[tuple[str, int, int], Timeline] = {}
-    for key, idx in by_shape.items():
-        tl = build_timeline(instance, instance.jobs[idx[0]], instance.horizon_s, boot_s)
-        if tl is None:
-            continue
-        timelines[key] = tl
-        jobs = [instance.jobs[i] for i in idx]
-        a = np.array([j.arrival_s for j in jobs])
-        b = np.array([j.wait_budget_s for j in jobs])
-        r = np.array([j.runtime_s for j in jobs])
-        starts = a[:, None] + b[:, None] * np.linspace(0.0, 1.0, CANDIDATES)[None, :]
-        costs = tl.cost(starts.reshape(-1), (starts + r[:, None]).reshape(-1)).reshape(starts.shape)
-        best = np.argmin(costs, axis=1)
-        for n, i in enumerate(idx):
-            plans[i] = CloudPlan(float(starts[n, best[n]]), float(costs[n, best[n]]))
-    return plans, timelines
-
-
-def schedule(instance: Instance, *, grid_s: float = 60.0, boot_s: float = 180.0,
+def schedule(instance: Instance, *, grid_s: float = 60.0, boot_s: float = 0.0, migrate: bool = True,
              orders: Sequence[str] = ORDERS) -> list[Assignment]:
-    """The cheapest of the clairvoyant schedules built in each of ``orders``."""
-    plans, timelines = cloud_plans(instance, boot_s)
+    """The cheapest of the clairvoyant schedules built in each of ``orders``.
+
+    ``migrate``: cloud jobs may move between offerings before spot drops (else one unbroken run each);
+    ``boot_s``: seconds every cloud segment is billed beyond its run (0: the model's billing only).
+    """
+    timelines: dict[Shape, Timeline] = {}
+    if migrate:
+        plans, timelines = hopping_plans(instance, boot_s)
+    else:
+        plans = single_run_plans(instance, boot_s)
     best: list[Assignment] = []
     best_usd = math.inf
     for order in orders:
@@ -116,37 +94,44 @@ def schedule(instance: Instance, *, grid_s: float = 60.0, boot_s: float = 180.0,
     return best
 
 
-def _place(instance: Instance, plans: list[CloudPlan], timelines: dict[tuple[str, int, int], Timeline],
-           order: str, grid_s: float) -> list[Assignment]:
-    if order not in ORDERS:
-        raise ValueError(f"unknown order {order!r}; valid: {', '.join(ORDERS)}")
+def _order(instance: Instance, plans: list[CloudPlan], order: str) -> list[int]:
     jobs = instance.jobs
     if order == "arrival":
-        idx = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival_s, jobs[i].job_id))
-    elif order == "value":
-        idx = sorted(range(len(jobs)), key=lambda i: (-plans[i].usd / max(jobs[i].work_gpu_s, 1e-9), jobs[i].job_id))
-    else:
-        idx = sorted(range(len(jobs)), key=lambda i: (-plans[i].usd, jobs[i].job_id))
+        return sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival_s, jobs[i].job_id))
+    if order == "value":
+        return sorted(range(len(jobs)), key=lambda i: (-plans[i].usd / max(jobs[i].work_gpu_s, 1e-9), jobs[i].job_id))
+    if order == "cost":
+        return sorted(range(len(jobs)), key=lambda i: (-plans[i].usd, jobs[i].job_id))
+    raise ValueError(f"unknown order {order!r}; valid: arrival, value, cost")
+
+
+def _place(instance: Instance, plans: list[CloudPlan], timelines: dict[Shape, Timeline],
+           order: str, grid_s: float) -> list[Assignment]:
+    jobs = instance.jobs
     profile = _Profile(instance.reserved_gpus, instance.horizon_s, grid_s)
     out: dict[int, Assignment] = {}
-    for i in idx:
+    for i in _order(instance, plans, order):
         job = jobs[i]
         start = profile.earliest(job) if job.gpu_model == instance.reserved_model else None
         if start is not None:
             profile.take(start, start + job.runtime_s, job.gpus)
             out[i] = Assignment(job.job_id, start, start + job.runtime_s, job.gpus, RESERVED)
-            continue
-        plan = plans[i]
-        end = plan.start_s + job.runtime_s
-        tl = timelines.get((job.gpu_model, job.gpus, job.nodes))
-        if tl is None or not math.isfinite(plan.usd):
-            out[i] = Assignment(job.job_id, job.arrival_s, job.arrival_s + job.runtime_s, job.gpus, "", (), math.inf)
-            continue
-        segs = tuple((s, e, o.key) for s, e, o in tl.segments(plan.start_s, end))
-        out[i] = Assignment(job.job_id, plan.start_s, end, job.gpus, "cloud", segs, plan.usd)
+        else:
+            out[i] = _cloud(job, plans[i], timelines)
     return [out[i] for i in range(len(jobs))]
 
 
-def clairvoyant_usd(instance: Instance, *, grid_s: float = 60.0, boot_s: float = 180.0) -> float:
+def _cloud(job: EvalJob, plan: CloudPlan, timelines: dict[Shape, Timeline]) -> Assignment:
+    end = plan.start_s + job.runtime_s
+    if not math.isfinite(plan.usd):
+        return Assignment(job.job_id, plan.start_s, end, job.gpus, "", (), math.inf)
+    if plan.offering:
+        segs: tuple[tuple[float, float, str], ...] = ((plan.start_s, end, plan.offering),)
+    else:
+        segs = tuple((s, e, o.key) for s, e, o in timelines[shape_of(job)].segments(plan.start_s, end))
+    return Assignment(job.job_id, plan.start_s, end, job.gpus, "cloud", segs, plan.usd)
+
+
+def clairvoyant_usd(instance: Instance, *, grid_s: float = 60.0, boot_s: float = 0.0, migrate: bool = True) -> float:
     """Total cloud USD of the clairvoyant schedule (inf when some job fits nowhere)."""
-    return sum(a.usd for a in schedule(instance, grid_s=grid_s, boot_s=boot_s))
+    return sum(a.usd for a in schedule(instance, grid_s=grid_s, boot_s=boot_s, migrate=migrate))

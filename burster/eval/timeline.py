@@ -79,9 +79,8 @@ def build_timeline(instance: Instance, job: EvalJob, horizon_s: float, boot_s: f
     cur = -1
     for k, t in enumerate(times):
         ends = down_at[k]
-        cand = np.where(up[k], rate, np.inf)
-        run = np.minimum(ends - t, 6 * 3600.0)
-        per_run = cand * (run + boot_s) / run  # a fresh node's boot spread over its coming up-time
+        run = np.maximum(np.minimum(ends - t, 6 * 3600.0), 1e-9)
+        per_run = np.where(up[k], rate * (run + boot_s) / run, np.inf)  # a fresh node's boot over its up-time
         best = int(np.argmin(per_run))
         if cur < 0 or not up[k, cur]:
             pick = best

@@ -1,0 +1,63 @@
+"""Checks that a clairvoyant schedule is a real one, and recomputes its cost from first principles."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from burster.eval.clairvoyant import RESERVED, Assignment
+from burster.eval.cloudplan import run_usd
+from burster.eval.instance import Instance
+
+TOL_S = 1e-6
+
+
+def problems(instance: Instance, schedule: Sequence[Assignment], boot_s: float = 0.0) -> list[str]:
+    """Everything wrong with ``schedule`` (empty: every job starts within its wait budget, runs its whole
+    runtime without a pause, reserved GPUs are never over-committed, spot segments never see a drop, and
+    each cloud job's USD is the sum of its segments' bills)."""
+    out: list[str] = []
+    by_id = {a.job_id: a for a in schedule}
+    offers = {o.key: o for o in instance.offerings}
+    events: list[tuple[float, int]] = []
+    for job in instance.jobs:
+        a = by_id.get(job.job_id)
+        if a is None:
+            out.append(f"{job.job_id}: not scheduled")
+            continue
+        if not job.arrival_s - TOL_S <= a.start_s <= job.arrival_s + job.wait_budget_s + TOL_S:
+            out.append(f"{job.job_id}: starts at {a.start_s}, outside [{job.arrival_s}, "
+                       f"{job.arrival_s + job.wait_budget_s}]")
+        if abs(a.end_s - a.start_s - job.runtime_s) > TOL_S:
+            out.append(f"{job.job_id}: runs {a.end_s - a.start_s} s, not its runtime {job.runtime_s} s")
+        if a.where == RESERVED:
+            if job.gpu_model != instance.reserved_model:
+                out.append(f"{job.job_id}: {job.gpu_model} job on the {instance.reserved_model} pool")
+            events += [(a.start_s, job.gpus), (a.end_s, -job.gpus)]
+            continue
+        if a.where != "cloud":
+            out.append(f"{job.job_id}: placed nowhere")
+            continue
+        t, usd = a.start_s, 0.0
+        for s, e, key in a.segments:
+            o = offers.get(key)
+            if o is None or o.gpu_model != job.gpu_model:
+                out.append(f"{job.job_id}: segment on {key}, not an offering of {job.gpu_model}")
+                continue
+            if abs(s - t) > TOL_S or e <= s:
+                out.append(f"{job.job_id}: segment [{s}, {e}) does not follow {t}")
+            if not instance.up_throughout(o, s, e):
+                out.append(f"{job.job_id}: {key} goes down during [{s}, {e})")
+            usd += run_usd(job, o, e - s, boot_s)
+            t = e
+        if abs(t - a.end_s) > TOL_S:
+            out.append(f"{job.job_id}: cloud segments end at {t}, not {a.end_s}")
+        if not math.isclose(usd, a.usd, rel_tol=1e-9, abs_tol=1e-9):
+            out.append(f"{job.job_id}: charged {a.usd} USD, its segments bill {usd}")
+    used = 0
+    for when, delta in sorted(events, key=lambda e: (e[0], e[1])):  # ends before starts at the same instant
+        used += delta
+        if used > instance.reserved_gpus:
+            out.append(f"reserved pool over-committed at {when}: {used} > {instance.reserved_gpus} GPUs")
+            break
+    return out
