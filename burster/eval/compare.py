@@ -24,6 +24,7 @@ from burster.traces import Trace, load_trace
 POLICY_NAMES = ("burster", "reserved-only", "on-demand", "greedy-spot", "uniform-progress", "compute-wait")
 UTILIZATIONS = (0.9, 0.75)  # offered load / reserved GPUs targeted by the pool-size sweep
 GPUS_PER_NODE = 8
+MAX_BURST_NODES = 100_000  # the config's upper limit for guards.max_nodes
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,8 @@ class Setting:
 
     @property
     def window_label(self) -> str:
-        return f"day {self.window.start_day:g} + {self.window.days:g} d"
+        d = self.window.days
+        return f"day {self.window.start_day:g} + " + (f"{d * 24:.3g} h" if d < 1 else f"{d:.3g} d")
 
     @property
     def label(self) -> str:
@@ -128,10 +130,13 @@ def pool_sizes(load_gpus: float, utilizations: Sequence[float] = UTILIZATIONS) -
     return sizes
 
 
-def _config(nodes: int) -> Any:
+def bench_config(nodes: int) -> Any:
+    """Config defaults, except the pool size and no cap on burst nodes (the bound has none: the
+    comparison is of policies, not of the max_nodes guard, which would otherwise bind on big traces)."""
     from burster.config import parse_config
 
-    return parse_config({"pool": {"nodes": nodes, "gpus_per_node": GPUS_PER_NODE}}, "bench")
+    return parse_config({"pool": {"nodes": nodes, "gpus_per_node": GPUS_PER_NODE},
+                         "guards": {"max_nodes": MAX_BURST_NODES}}, "bench")
 
 
 def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
@@ -143,8 +148,8 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
 
     w = setting.window
     trace = cached_trace(w.path, w.fmt)
-    sim = build_simulation(_config(setting.nodes), trace, policy=policy, seed=setting.seed, prices=sources.prices,
-                           spot_dir=sources.spot, days=w.days, start_day=w.start_day)
+    sim = build_simulation(bench_config(setting.nodes), trace, policy=policy, seed=setting.seed,
+                           prices=sources.prices, spot_dir=sources.spot, days=w.days, start_day=w.start_day)
     world: Any = sim.world
     start = sim.clock.now()
     step_s = max(300, round(w.days * 86400 / 288 / 300) * 300)
@@ -173,7 +178,7 @@ def run_bound(setting: Setting, sources: Sources) -> BoundResult:
     from burster.eval.bound import bracket
     from burster.eval.instance import build_instance
 
-    config = _config(setting.nodes)
+    config = bench_config(setting.nodes)
     start, _, jobs = window_jobs(cached_trace(setting.window.path, setting.window.fmt), setting.window,
                                  config.pool.gpu_model)
     offerings = load_catalog(sources.prices) if sources.prices else load_catalog()

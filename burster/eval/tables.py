@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +22,7 @@ def print_tables(records: Sequence[dict[str, Any]], checks: Sequence[dict[str, A
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 160)  # a pipe or file gets whole columns
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         groups[setting_key(r)].append(r)

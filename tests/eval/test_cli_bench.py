@@ -1,0 +1,95 @@
+"""`burster bench` through the real CLI on a tiny trace: JSON records, tables, report, --spot/--prices, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from burster.app import BUNDLED
+from burster.cli import main
+from tests.eval.bench_trace import write_trace
+
+ISSUE_KEYS = {"trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s", "wait_p95_s", "wait_p99_s",
+              "deadline_misses", "lower_bound_usd", "upper_bound_usd"}
+EXTRAS = {"cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses", "preemptions",
+          "lost_gpu_hours", "launches", "onprem_utilization", "ratio_to_lower_bound", "captured_savings",
+          "bound_status", "window", "spot_source"}
+
+
+def test_json_records_bounds_and_captured_savings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    html = tmp_path / "out" / "report.html"
+    assert main(["bench", "--trace", str(trace), "--policies", "burster,on-demand", "--pool-nodes", "1",
+                 "--seeds", "0", "--json", "--html", str(html)]) == 0
+    cap = capsys.readouterr()
+    recs = json.loads(cap.out)
+    assert [r["policy"] for r in recs] == ["burster", "on-demand"]
+    od = recs[1]
+    for r in recs:
+        assert set(r) == ISSUE_KEYS | EXTRAS
+        assert r["trace"] == trace.name and r["pool_gpus"] == 8 and r["seed"] == 0
+        lower, upper = r["lower_bound_usd"], r["upper_bound_usd"]
+        assert lower is not None and upper is not None, r["bound_status"]
+        assert lower <= upper
+        if r["wait_share_within_budget"] == 1.0:  # every job within its wait budget: the bound applies
+            assert lower <= r["cloud_usd"] + 0.01
+        if lower > 0:
+            assert r["ratio_to_lower_bound"] == pytest.approx(r["cloud_usd"] / lower, abs=1e-3)
+        expected = (od["cloud_usd"] - r["cloud_usd"]) / (od["cloud_usd"] - lower)
+        assert r["captured_savings"] == pytest.approx(expected, abs=1e-3)
+    assert od["captured_savings"] == 0.0 and od["cloud_usd_spot"] == 0.0 and od["cloud_usd"] > 0
+    assert "report written to" in cap.err and html.read_text().count("<svg") == 3
+
+
+def test_table_output_has_a_table_per_setting_and_the_targets(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    assert main(["bench", "--trace", str(trace), "--policies", "burster,greedy-spot", "--pool-nodes", "1",
+                 "--pool-nodes", "2", "--seeds", "0", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"{trace.name}, day 0 + 5 h, 8 GPUs, seed 0" in out and f"{trace.name}, day 0 + 5 h, 16 GPUs" in out
+    assert "Targets for Burster's policy" in out and ">=20% below greedy" in out and "overall" in out
+    assert "target checks met" in out
+
+
+def test_spot_and_prices_files_are_used(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    spot = tmp_path / "aws_v100_zone.json"
+    spot.write_text(json.dumps({"metadata": {"gap_seconds": 600}, "data": [1] * 30 + [0] * 6 + [1] * 100}))
+    prices = tmp_path / "aws_v7_vms_gpu_subset.csv"
+    shutil.copy(BUNDLED / "prices" / "aws_v7_vms_gpu_subset.csv", prices)
+    html = tmp_path / "r.html"
+    assert main(["bench", "--trace", str(trace), "--policies", "greedy-spot", "--pool-nodes", "1", "--seeds", "3",
+                 "--spot", str(spot), "--prices", str(prices), "--json", "--html", str(html)]) == 0
+    (rec,) = json.loads(capsys.readouterr().out)
+    assert rec["spot_source"] == f"traces in {spot}" and rec["seed"] == 3 and rec["cloud_usd_spot"] > 0
+    page = html.read_text()
+    assert "aws spot" in page and "gcp" not in page and "azure" not in page  # only the clouds --prices prices
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--policies", "burster,yolo"], "unknown policy 'yolo' in --policies; valid: burster, reserved-only, on-demand, "
+                                     "greedy-spot, uniform-progress, compute-wait"),
+    (["--pool-nodes", "0"], "--pool-nodes must be at least 1 (8-GPU nodes); got 0"),
+    (["--seeds", "0,x"], "--seeds must be comma-separated whole numbers like 0,1,2; got '0,x'"),
+    (["--spot", "/nonexistent/spot"], "--spot /nonexistent/spot does not exist"),
+    (["--days", "0"], "--days must be in (0, 365]; got 0"),
+])
+def test_bad_options_fail_with_a_clear_error(argv: list[str], message: str, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    assert main(["bench", "--trace", str(trace), *argv]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and f"burster: error: {message}" in cap.err
+
+
+def test_missing_trace_file_and_bad_row_name_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--trace", str(tmp_path / "gone_philly.csv")]) == 2
+    assert f"--trace {tmp_path / 'gone_philly.csv'} does not exist" in capsys.readouterr().err
+    bad = write_trace(tmp_path, "trace_job_Philly_bad.csv")
+    bad.write_text(bad.read_text().replace("\n3,vc,2,20,", "\n3,vc,two,20,"))
+    assert main(["bench", "--trace", str(bad), "--pool-nodes", "1"]) == 2
+    assert f"{bad}: row 5, column 'num_gpu'" in capsys.readouterr().err
