@@ -151,7 +151,7 @@ def synthesize(stats: Sequence[dict[str, object]], seed: int) -> list[SpotSeries
         for _ in range(int(entry["ticks"])):  # type: ignore[call-overload]
             data.append(1 if up else 0)
             up = (rng.random() >= p_fail) if up else (rng.random() < p_back)
-        out.append(SpotSeries(f"model:{entry['name']}", str(entry["provider"]), str(entry["gpu_model"]),
+        out.append(SpotSeries(f"model:{entry['name']}:seed{seed}", str(entry["provider"]), str(entry["gpu_model"]),
                               gap, tuple(data)))
     return out
 
