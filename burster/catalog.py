@@ -161,6 +161,9 @@ def load_catalog(directory: Path | None = None, providers: Sequence[str] = ("aws
     unknown = [p for p in providers if p not in LOADERS]
     if unknown:
         raise InputError(f"unknown provider(s) {', '.join(unknown)}; valid: {', '.join(LOADERS)}")
+    if not directory.exists():
+        raise InputError(f"price catalog {directory} does not exist; give a catalog folder or one of "
+                         f"{', '.join(FILES.values())}")
     if directory.is_file():
         name = next((p for p, f in FILES.items() if directory.name == f or directory.name.startswith(p)),
                     None)

@@ -53,3 +53,8 @@ def test_bad_rows_name_file_row_and_column(tmp_path: Path) -> None:
 def test_unknown_provider_lists_valid_ones() -> None:
     with pytest.raises(InputError, match="valid: aws, gcp, azure"):
         load_catalog(BUNDLED_DIR, providers=["oracle"])
+
+
+def test_a_missing_catalog_path_says_it_does_not_exist(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"price catalog .*nowhere does not exist"):
+        load_catalog(tmp_path / "nowhere")
