@@ -24,7 +24,8 @@ def job(name: str, at_s: float, gpus: int, runtime_s: float, nodes: int = 1) -> 
 
 
 def series(data: Sequence[int], gap_s: float = 300.0) -> SpotSeries:
-    return SpotSeries("test/spot", "aws", "V100", gap_s, tuple(data))
+    # SpotSeries caches its drops by name: a name per content keeps examples apart
+    return SpotSeries(f"test/{gap_s:g}/{''.join(map(str, data))}", "aws", "V100", gap_s, tuple(data))
 
 
 def instance(jobs: Sequence[Demand], offerings: Sequence[Offering], *, pool_gpus: int = 0,

@@ -1,0 +1,162 @@
+"""The bracket: hand-computed cases, a valid clairvoyant schedule, and LP <= every simulated policy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from burster.app import POLICIES, build_simulation
+from burster.billing import billing_rule
+from burster.catalog import load_catalog
+from burster.config import parse_config
+from burster.errors import InputError
+from burster.eval.bound import bracket, lower_bound_usd
+from burster.eval.clairvoyant import schedule
+from burster.eval.instance import build_instance, default_wait_budget_s, with_budgets
+from burster.eval.verify import problems
+from burster.model import Demand, Market
+from burster.sim.engine import run
+from burster.traces import Trace
+from providers.sim.spot import load_series_path
+from tests.eval.helpers import START, instance, job, offering, series, write_catalog
+
+OD = offering(Market.ON_DEMAND, 2.0)
+
+
+def test_one_job_no_pool_pays_on_demand_for_its_gpu_hours() -> None:
+    b = bracket(instance([job("a", 0, 2, 3600)], [OD]))
+    assert (b.lower_usd, b.upper_usd, b.width, b.status) == (pytest.approx(4.0), pytest.approx(4.0), 0.0, "optimal")
+
+
+def test_node_shape_counts_whole_nodes() -> None:
+    """A 2-GPU job on a 4-GPU node pays for the whole node."""
+    b = bracket(instance([job("a", 0, 2, 3600)], [offering(Market.ON_DEMAND, 8.0, gpus=4, itype="p3.8xlarge")]))
+    assert (b.lower_usd, b.upper_usd) == (pytest.approx(8.0), pytest.approx(8.0))
+
+
+def test_pool_that_fits_costs_nothing_and_a_gang_too_big_for_it_pays() -> None:
+    assert bracket(instance([job("a", 0, 2, 3600)], [OD], pool_gpus=2)).upper_usd == 0.0
+    b = bracket(instance([job("a", 0, 2, 3600)], [OD], pool_gpus=1))
+    assert (b.lower_usd, b.upper_usd) == (pytest.approx(4.0), pytest.approx(4.0))
+
+
+def test_two_jobs_share_one_reserved_gpu() -> None:
+    """Windows of 70 min: the GPU does 70 of the 120 GPU-minutes; the clairvoyant runs one job on the cloud."""
+    b = bracket(instance([job("a", 0, 1, 3600), job("b", 0, 1, 3600)], [OD], pool_gpus=1, budget_s=600))
+    assert b.lower_usd == pytest.approx(2.0 * (2 - 4200 / 3600))
+    assert b.upper_usd == pytest.approx(2.0)
+    assert b.width == pytest.approx(1 - b.lower_usd / 2.0)
+
+
+def test_spot_while_up_then_on_demand() -> None:
+    """Spot ($1) is up for the first 30 min, counted up one slot longer (the 120 s notice); on-demand is $3."""
+    inst = instance([job("a", 0, 1, 3600)], [offering(Market.ON_DEMAND, 3.0), offering(Market.SPOT, 1.0)],
+                    spot=[series([1] * 6 + [0] * 30)], budget_s=600)
+    b = bracket(inst)
+    assert b.lower_usd == pytest.approx(7 / 12 * 1.0 + 5 / 12 * 3.0)
+    assert b.upper_usd == pytest.approx(0.5 * 1.0 + 0.5 * 3.0)  # moves to on-demand before the drop
+    assert sum(a.usd for a in schedule(inst, migrate=False)) == pytest.approx(3.0)  # no unbroken spot run
+
+
+def test_azure_minute_rounding_lowers_the_price_and_the_bound_follows() -> None:
+    o = offering(Market.ON_DEMAND, 3.6).__class__("azure", "eastus", "eastus", "NC6s_v3", "V100", 1,
+                                                   Market.ON_DEMAND, 3.6)
+    b = bracket(instance([job("a", 0, 1, 90)], [o], budget_s=0))
+    billed = billing_rule("azure").billed_s(90)
+    assert b.upper_usd == pytest.approx(3.6 * billed / 3600) and b.lower_usd <= b.upper_usd + 1e-12
+
+
+def test_bad_input_is_named() -> None:
+    with pytest.raises(InputError, match="slot_s"):
+        instance([job("a", 0, 1, 60)], [OD], slot_s=0)
+    with pytest.raises(InputError, match="before the evaluation start"):
+        instance([job("a", -60, 1, 60)], [OD])
+    assert default_wait_budget_s(job("a", 0, 1, 8 * 3600)) == 2 * 3600
+    assert default_wait_budget_s(job("a", 0, 1, 60)) == 600
+
+
+def test_coarser_blocks_and_longer_budgets_only_lower_the_bound() -> None:
+    jobs = [job(f"j{i}", 450 * i, 1 + i % 2, 1800 + 600 * (i % 3)) for i in range(12)]
+    inst = instance(jobs, [OD, offering(Market.SPOT, 0.7)], pool_gpus=2, spot=[series([1, 0, 0, 1, 1, 0])])
+    fine = lower_bound_usd(inst, block_slots=1)[0]
+    assert lower_bound_usd(inst, block_slots=4)[0] <= fine + 1e-9
+    longer = with_budgets(inst, {j.job_id: j.wait_budget_s + 1800 for j in inst.jobs})
+    assert lower_bound_usd(longer)[0] <= fine + 1e-9
+
+
+jobs_strategy = st.lists(st.tuples(st.integers(0, 180), st.sampled_from([1, 2]), st.integers(1, 90)),
+                         min_size=1, max_size=5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(specs=jobs_strategy, pool=st.integers(0, 3), spot=st.none() | st.sampled_from([0.4, 1.1]),
+       data=st.lists(st.integers(0, 1), min_size=2, max_size=30), migrate=st.booleans())
+def test_clairvoyant_is_a_real_schedule_above_the_bound(specs: list[tuple[int, int, int]], pool: int,
+                                                        spot: float | None, data: list[int], migrate: bool) -> None:
+    offers = [OD] + ([offering(Market.SPOT, spot)] if spot is not None else [])
+    jobs = [job(f"j{i}", 60 * a, g, 60 * r) for i, (a, g, r) in enumerate(specs)]
+    inst = instance(jobs, offers, pool_gpus=pool, spot=[series(data, 195.0)])
+    plan = schedule(inst, migrate=migrate)
+    assert problems(inst, plan) == []
+    assert lower_bound_usd(inst)[0] <= sum(a.usd for a in plan) + 1e-9
+
+
+def _simulate(trace: Trace, policy: str, pool_nodes: int, prices: Path, spot: Path) -> tuple[float, dict[str, float]]:
+    """Cloud USD of one simulated policy run, and when each job finished (seconds from the start)."""
+    config = parse_config({"pool": {"nodes": pool_nodes, "gpus_per_node": 2, "gpu_model": "V100"}})
+    sim = build_simulation(config, trace, policy=policy, seed=0, prices=prices, spot_dir=spot, providers=("aws",))
+    metrics = sim.world.pool.metrics  # type: ignore[attr-defined]
+    finished: dict[str, float] = {}
+    record = metrics.finished
+
+    def spy(job: Demand, now: object) -> None:  # observe finishes, keep the real bookkeeping
+        finished[job.job_id] = (now - START).total_seconds()  # type: ignore[operator]
+        record(job, now)
+
+    metrics.finished = spy
+    run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end)
+    usd = sum(float(e.usd) for e in sim.reconciler.state.ledger)
+    now = sim.clock.now()
+    for rec in sim.reconciler.state.live():  # still billed at the end
+        usd += rec.offering.price_per_hour_usd * billing_rule(rec.provider).billed_s(
+            (now - rec.launched_at).total_seconds()) / 3600.0
+    return usd, finished
+
+
+long_jobs = st.lists(st.tuples(st.integers(0, 180), st.sampled_from([1, 2]), st.integers(20, 180)),
+                     min_size=1, max_size=5)
+
+
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs=long_jobs, pool_nodes=st.integers(0, 1), spot=st.none() | st.sampled_from([0.3, 0.9]),
+       data=st.just([1]) | st.lists(st.sampled_from([0, 1, 1, 1]), min_size=2, max_size=12))
+@example(specs=[(0, 2, 180), (10, 1, 120)], pool_nodes=0, spot=0.3, data=[1])  # spot-only policies are cheap
+@example(specs=[(0, 2, 120), (0, 2, 90), (30, 1, 60)], pool_nodes=1, spot=0.3, data=[1, 1, 0, 1])
+def test_lower_bound_is_below_every_simulated_policy(tmp_path_factory: pytest.TempPathFactory,
+                                                     specs: list[tuple[int, int, int]], pool_nodes: int,
+                                                     spot: float | None, data: list[int]) -> None:
+    folder = tmp_path_factory.mktemp("world")
+    prices = write_catalog(folder / "prices", 3.06, spot)
+    spot_file = folder / "spot.json"
+    spot_file.write_text(json.dumps({"metadata": {"gap_seconds": 600}, "data": data}))
+    jobs = sorted((job(f"j{i}", 60 * a, g, 60 * r) for i, (a, g, r) in enumerate(specs)),
+                  key=lambda d: d.submitted_at)
+    trace = Trace("random", "test", tuple(jobs))
+    offerings, series_ = load_catalog(prices, ("aws",)), load_series_path(spot_file)
+    for policy in POLICIES:
+        usd, finished = _simulate(trace, policy, pool_nodes, prices, spot_file)
+        done = [d for d in jobs if d.job_id in finished]
+        # the realised window of each job: budgets at least its start delay plus any pause (the bound only
+        # falls as budgets grow, so this keeps it a bound on what the policy did)
+        budgets = {d.job_id: max(default_wait_budget_s(d), finished[d.job_id] - (d.submitted_at - START)
+                                 .total_seconds() - d.est_runtime_s) for d in done}
+        inst = build_instance(done, start=START, pool_gpus=2 * pool_nodes, pool_model="V100",
+                              offerings=offerings, series=series_, wait_budget=lambda d, b=budgets: b[d.job_id])
+        lower, status = lower_bound_usd(inst)
+        assert status == "optimal"
+        assert lower <= usd + 1e-6, f"{policy}: bound {lower} above its cost {usd}"
