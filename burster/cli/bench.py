@@ -133,6 +133,9 @@ def main(args: argparse.Namespace) -> int:
     else:
         result = _run_with_progress(plan.settings, policies, sources, args.workers)
     result.skipped = plan.skipped
+    for b in result.bounds.values():
+        if b.lower_usd is None:
+            print(f"burster bench: no cost bracket for {b.setting.label}: {b.status}", file=sys.stderr)
     recs = records(result)
     checks = evaluate(recs)
     if args.json:

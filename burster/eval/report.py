@@ -7,7 +7,7 @@ over time for Burster's arm of each setting, and spend by cloud and market per p
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from html import escape
 from typing import Any
@@ -40,7 +40,9 @@ def targets_section(checks: Sequence[dict[str, Any]], burster_ran: bool) -> str:
         why = "no setting finished" if burster_ran else "Burster's policy was not among the arms run"
         return f'<section id="targets"><h2>Targets</h2><p class="missed">Not evaluated: {why}.</p></section>'
     missed = [c for c in checks if not c["met"]]
-    lead = (f'<p class="missed">MISSED {len(missed)} of {len(checks)} target checks (listed first).</p>'
+    kinds = Counter(c["target"] for c in missed)
+    which = "; ".join(f"{escape(t)} ({n}x)" for t, n in kinds.items())
+    lead = (f'<p class="missed">MISSED {len(missed)} of {len(checks)} target checks ({which}), listed first.</p>'
             if missed else f'<p class="met">All {len(checks)} target checks met.</p>')
     rows = []
     for c in sorted(checks, key=lambda c: c["met"]):

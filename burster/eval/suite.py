@@ -72,10 +72,14 @@ def plan_settings(windows: Sequence[Window], *, seeds: Sequence[int], nodes: Seq
 
     settings: list[Setting] = []
     skipped: list[tuple[str, str]] = []
+    unloadable: set[str] = set()
     for w in windows:
         name = Path(w.path).name
+        if w.path in unloadable:
+            continue  # one reason per trace file is enough
         if not strict and w.fmt is not None and w.fmt not in TRACE_FORMATS:
             skipped.append((name, f"no loader for trace format {w.fmt!r} (have {', '.join(TRACE_FORMATS)})"))
+            unloadable.add(w.path)
             continue
         try:
             trace = cached_trace(w.path, w.fmt)
@@ -83,6 +87,7 @@ def plan_settings(windows: Sequence[Window], *, seeds: Sequence[int], nodes: Seq
             if strict:
                 raise
             skipped.append((name, str(err)))
+            unloadable.add(w.path)
             continue
         start, end, jobs = window_jobs(trace, w, POOL_MODEL)
         if not jobs:

@@ -32,7 +32,7 @@ def print_tables(records: Sequence[dict[str, Any]], checks: Sequence[dict[str, A
         t = Table(title=f"{key}\n{bracket}", title_justify="left")
         for c in ("policy", "cloud $", "spot / on-dem. $", "x bound", "captured", "wait p50/p95/p99 s",
                   "in budget", "misses (hard)", "preempt", "lost GPU-h", "launches", "reserved util"):
-            t.add_column(c, justify="left" if c == "policy" else "right")
+            t.add_column(c, justify="left" if c == "policy" else "right", no_wrap=c in ("policy", "wait p50/p95/p99 s"))
         for r in rows:
             u = r["onprem_utilization"]
             flag = " !" if r["policy"] == "reserved-only" and not 0.70 <= u <= 0.95 else ""
@@ -58,6 +58,9 @@ def print_targets(console: Any, checks: Sequence[dict[str, Any]]) -> None:
 
     from burster.eval.report import value_text
 
+    if not checks:
+        console.print("Targets not evaluated: Burster's policy was not among the arms run")
+        return
     cells: dict[str, dict[str, str]] = defaultdict(dict)
     for c in checks:
         text = value_text(KINDS[c["target"]], c["value"])

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from burster.app import BUNDLED
 from burster.cli import main
+from burster.eval.compare import offered_load_gpus
+from burster.traces import load_trace
 from tests.eval.bench_trace import write_trace
 
 ISSUE_KEYS = {"trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s", "wait_p95_s", "wait_p99_s",
@@ -93,3 +97,16 @@ def test_missing_trace_file_and_bad_row_name_the_file(tmp_path: Path, capsys: py
     bad.write_text(bad.read_text().replace("\n3,vc,2,20,", "\n3,vc,two,20,"))
     assert main(["bench", "--trace", str(bad), "--pool-nodes", "1"]) == 2
     assert f"{bad}: row 5, column 'num_gpu'" in capsys.readouterr().err
+
+
+def test_pool_sweep_sizes_from_the_offered_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    jobs = load_trace(trace).jobs
+    start = jobs[0].submitted_at
+    load = offered_load_gpus(jobs, start, start + timedelta(hours=5))
+    assert main(["bench", "--quick", "--trace", str(trace), "--policies", "reserved-only", "--json"]) == 0
+    (quick,) = json.loads(capsys.readouterr().out)
+    assert quick["seed"] == 0 and quick["pool_gpus"] == 8 * math.ceil(load / 0.9 / 8)
+    assert main(["bench", "--trace", str(trace), "--policies", "reserved-only", "--seeds", "1", "--json"]) == 0
+    sizes = [r["pool_gpus"] for r in json.loads(capsys.readouterr().out)]
+    assert sizes == [8 * n for n in dict.fromkeys([math.ceil(load / 0.9 / 8), math.ceil(load / 0.75 / 8)])]
