@@ -4,7 +4,7 @@
 
 Jobs come from the Philly MIX1 trace in ../shared/data (the bundled one-week sample when absent),
 repeated back to back (copy i shifted by i trace spans, ids suffixed) until there are enough jobs.
-The reserved pool is bench/sim's: 150 8-GPU V100 nodes for MIX1 (18 for the sample week); spot
+The reserved pool: 8-GPU V100 nodes for half the jobs' mean GPU demand (so bursting matters); spot
 availability is the simulator's (real traces when staged, else the bundled calibrated model). Quick:
 10k jobs; full adds 100k. Each record: {jobs, slots, block_slots, lower_usd, upper_usd, width, solve_s,
 upper_s, status}; solve_s is the lower bound's wall time (model build + LP + certification).
@@ -30,10 +30,19 @@ SIZES_QUICK = [10_000]
 SIZES_FULL = [10_000, 100_000]
 
 
-def source_trace() -> tuple[Path, int]:
-    """The trace and its pool size in nodes (as bench/sim)."""
+LOAD_SHARE = 0.5
+
+
+def source_trace() -> Path:
     full = shared_data_dir() / "chronus_philly_deadline" / "trace_job_Philly_MIX1.csv.gz"
-    return (full, 150) if full.exists() else (DEMO_TRACE, 18)
+    return full if full.exists() else DEMO_TRACE
+
+
+def pool_nodes(jobs: list[Demand]) -> int:
+    """8-GPU nodes for ``LOAD_SHARE`` of the jobs' mean GPU demand over their arrival span."""
+    span_h = max((jobs[-1].submitted_at - jobs[0].submitted_at).total_seconds() / 3600.0, 1.0)
+    mean_gpus = sum(j.gpus * j.est_runtime_s for j in jobs) / 3600.0 / span_h
+    return max(1, round(LOAD_SHARE * mean_gpus / 8))
 
 
 def repeated_jobs(jobs: tuple[Demand, ...], count: int) -> list[Demand]:
@@ -52,12 +61,12 @@ def repeated_jobs(jobs: tuple[Demand, ...], count: int) -> list[Demand]:
 
 
 def measure(count: int) -> dict[str, Any]:
-    path, nodes = source_trace()
+    path = source_trace()
     trace = load_trace(path, "philly")
     jobs = repeated_jobs(trace.jobs, count)
     start = jobs[0].submitted_at.replace(hour=0, minute=0, second=0, microsecond=0)
     series, _ = spot_series(0)
-    inst = build_instance(jobs, start=start, pool_gpus=nodes * 8, pool_model="V100",
+    inst = build_instance(jobs, start=start, pool_gpus=pool_nodes(jobs) * 8, pool_model="V100",
                           offerings=load_catalog(), series=series)
     b = bracket(inst)
     return {"trace": path.name, "jobs": len(jobs), "slots": b.slots, "block_slots": b.block_slots,

@@ -35,9 +35,19 @@ def shape_of(job: EvalJob) -> Shape:
     return (job.gpu_model, job.gpus, job.nodes)
 
 
+def billed_s(provider: str, run_s: float) -> float:
+    """Seconds billed for a node that ran ``run_s``: its cloud's rule, but never less than ``run_s``.
+
+    Azure rounds down to whole minutes; in the simulator that never bills less than the work a node ran
+    (its >= 60 s boot and join are billed too), and a bracket model that let a schedule gain by cutting
+    runs into sub-minute pieces would bound nothing real.
+    """
+    return max(run_s, billing_rule(provider).billed_s(run_s)) if run_s > 0 else 0.0
+
+
 def run_usd(job: EvalJob, offering: Offering, run_s: float, boot_s: float = 0.0) -> float:
-    """USD of ``run_s`` seconds of the job on whole nodes of ``offering`` (plus boot), billed by its cloud."""
-    billed = billing_rule(offering.provider).billed_s(run_s + boot_s) if run_s > 0 else 0.0
+    """USD of ``run_s`` seconds of the job on whole nodes of ``offering`` (plus boot), billed by ``billed_s``."""
+    billed = billed_s(offering.provider, run_s + boot_s) if run_s > 0 else 0.0
     return nodes_for(job, offering) * offering.price_per_hour_usd * billed / 3600.0
 
 

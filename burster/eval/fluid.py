@@ -9,8 +9,8 @@ simplification here can only lower the optimum (see docs/evaluation.md, "Lower b
 - on the cloud it pays, per GPU-hour of its work, the cheapest offering of its GPU model that is up at
   some instant of the slot (a spot offering also for ``notice_s`` after its series drops: a running node
   lives through the interruption notice); its node shape is respected (nodes x ceil(per-node GPUs /
-  offering GPUs per node) whole nodes); billing granularity is counted only where it lowers the price
-  (``min(1, billed_s(runtime) / runtime)``: Azure's per-full-minute rounding), never the 60 s minimum;
+  offering GPUs per node) whole nodes); billing is per second run (the 60 s minimum is not counted;
+  the bracket's cost model never bills less than the time run, see ``cloudplan.billed_s``);
 - reserved GPUs are free, ``reserved_gpus`` per slot, for jobs of the pool's model that fit the pool.
 """
 
@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from burster.billing import billing_rule
 from burster.eval.instance import EvalJob, Instance
 from burster.model import Market, Offering
 from providers.sim.spot import SpotSeries
@@ -62,43 +61,29 @@ def slot_up_mask(series: SpotSeries, slots: int, slot_s: float, notice_s: float)
     return np.asarray(cum[hi] - cum[lo] > 0)
 
 
-def billing_factor(provider: str, runtime_s: float) -> float:
-    """Billed seconds per second run, for one uninterrupted run of ``runtime_s`` (>= 1 with a minimum)."""
-    return billing_rule(provider).billed_s(runtime_s) / runtime_s if runtime_s > 0 else 1.0
-
-
 def nodes_for(job: EvalJob, offering: Offering) -> int:
     """Whole nodes of ``offering`` the job's gang needs (as ``CostModel.nodes_for``)."""
     return job.nodes * -(-job.gpus_per_node // offering.gpus_per_node)
-
-
-def _factors(runtime_s: float, providers: Sequence[str], cache: dict[float, tuple[float, ...]]) -> tuple[float, ...]:
-    if runtime_s not in cache:
-        cache[runtime_s] = tuple(min(1.0, billing_factor(p, runtime_s)) for p in providers)
-    return cache[runtime_s]
 
 
 def build_fluid(instance: Instance) -> Fluid:
     """The fluid relaxation of ``instance`` (see the module docstring for what it relaxes)."""
     s, slots = instance.slot_s, instance.slots
     jobs = instance.jobs
-    providers = sorted({o.provider for o in instance.offerings})
     models = {j.gpu_model for j in jobs}
     masks: dict[str, BoolArray] = {}
     for o in (o for o in instance.offerings if o.gpu_model in models):
         ser = instance.spot_series.get(o.key) if o.market is Market.SPOT else None
         masks[o.key] = (slot_up_mask(ser, slots, s, instance.notice_s) if ser is not None
                         else np.ones(slots, dtype=np.bool_))
-    shapes: dict[tuple[object, ...], int] = {}
+    shapes: dict[tuple[str, int, int], int] = {}
     rows: list[FloatArray] = []
     shape = np.zeros(len(jobs), dtype=np.int64)
-    cache: dict[float, tuple[float, ...]] = {}
     for i, j in enumerate(jobs):
-        factors = _factors(j.runtime_s, providers, cache)
-        key = (j.gpu_model, j.gpus, j.nodes, factors)
+        key = (j.gpu_model, j.gpus, j.nodes)
         if key not in shapes:
             shapes[key] = len(rows)
-            rows.append(_price_row(j, instance.offerings, masks, slots, providers, factors))
+            rows.append(_price_row(j, instance.offerings, masks, slots))
         shape[i] = shapes[key]
     arrival = np.array([j.arrival_s for j in jobs], dtype=np.float64)
     due = np.array([j.due_s for j in jobs], dtype=np.float64)
@@ -115,12 +100,11 @@ def build_fluid(instance: Instance) -> Fluid:
     )
 
 
-def _price_row(job: EvalJob, offerings: Sequence[Offering], masks: dict[str, BoolArray], slots: int,
-               providers: Sequence[str], factors: tuple[float, ...]) -> FloatArray:
+def _price_row(job: EvalJob, offerings: Sequence[Offering], masks: dict[str, BoolArray], slots: int) -> FloatArray:
     row = np.full(slots, np.inf)
     for o in offerings:
         if o.gpu_model != job.gpu_model:
             continue
-        per_gpu_h = nodes_for(job, o) * o.price_per_hour_usd / job.gpus * factors[providers.index(o.provider)]
+        per_gpu_h = nodes_for(job, o) * o.price_per_hour_usd / job.gpus
         row = np.where(masks[o.key], np.minimum(row, per_gpu_h), row)
     return row

@@ -31,15 +31,17 @@ class Timeline:
     boot_s: float
 
     def billed_usd(self, seg: IntArray, run_s: FloatArray) -> FloatArray:
-        """USD of running ``run_s`` seconds (plus boot) on segment ``seg``'s offering."""
+        """USD of running ``run_s`` seconds (plus boot) on segment ``seg``'s offering (``cloudplan.billed_s``)."""
         out = np.zeros(len(seg))
+        x = run_s + self.boot_s
         for i, o in enumerate(self.offerings):
             m = self.which[seg] == i
             if m.any():
                 rule = billing_rule(o.provider)
-                x = (run_s[m] + self.boot_s) / rule.increment_s
-                whole = np.ceil(x - 1e-9) if rule.round_up else np.floor(x + 1e-9)
-                out[m] = np.maximum(whole * rule.increment_s, rule.minimum_s) * self.rate[seg[m]] / 3600.0
+                units = x[m] / rule.increment_s
+                whole = np.ceil(units - 1e-9) if rule.round_up else np.floor(units + 1e-9)
+                billed = np.maximum(np.maximum(whole * rule.increment_s, rule.minimum_s), x[m])
+                out[m] = billed * self.rate[seg[m]] / 3600.0
         return np.where(run_s > 0, out, 0.0)
 
     def cost(self, s: FloatArray, e: FloatArray) -> FloatArray:
