@@ -8,6 +8,7 @@ accuracy, equal to the LP optimum when the duals are optimal. See docs/evaluatio
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -39,6 +40,8 @@ class Bracket:
         """(upper - lower) / upper: how far from optimal a policy at the upper bound can be; 0 when both are 0."""
         if self.upper_usd <= 0:
             return 0.0
+        if not math.isfinite(self.upper_usd):
+            return 1.0  # some job fits nowhere: no finite upper bound
         return (self.upper_usd - self.lower_usd) / self.upper_usd
 
 

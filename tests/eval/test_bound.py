@@ -16,6 +16,7 @@ from burster.config import parse_config
 from burster.errors import InputError
 from burster.eval.bound import bracket, lower_bound_usd
 from burster.eval.clairvoyant import schedule
+from burster.eval.fluid import slot_up_mask
 from burster.eval.instance import build_instance, default_wait_budget_s, with_budgets
 from burster.eval.verify import problems
 from burster.model import Demand, Market, Offering
@@ -68,6 +69,25 @@ def test_azure_minute_rounding_never_bills_less_than_the_run() -> None:
     assert billing_rule("azure").billed_s(90) == 60
     b = bracket(instance([job("a", 0, 1, 90)], [azure], budget_s=0))
     assert (b.lower_usd, b.upper_usd) == (pytest.approx(3.6 * 90 / 3600), pytest.approx(3.6 * 90 / 3600))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.lists(st.integers(0, 1), min_size=1, max_size=20), gap=st.sampled_from([60.0, 195.0, 300.0, 600.0]),
+       slot=st.sampled_from([60.0, 300.0, 450.0]))
+def test_slot_mask_matches_a_direct_scan(data: list[int], gap: float, slot: float) -> None:
+    """The vectorised per-slot availability equals scanning the series' ticks slot by slot."""
+    spot = offering(Market.SPOT, 1.0)
+    inst = instance([job("a", 0, 1, 4 * 3600)], [OD, spot], spot=[series(data, gap)], slot_s=slot)
+    mask = slot_up_mask(inst.spot_series[spot.key], inst.slots, slot, inst.notice_s)
+    direct = [inst.up_anytime(spot, max(0.0, t * slot - inst.notice_s), (t + 1) * slot) for t in range(inst.slots)]
+    assert mask.tolist() == direct
+
+
+def test_a_job_that_fits_nowhere_is_reported() -> None:
+    h100 = Demand("h", 1, START, 600, gpu_model="H100")  # no H100 offering, a V100 pool
+    b = bracket(instance([h100], [OD], pool_gpus=8))
+    assert b.upper_usd == float("inf") and b.width == 1.0
+    assert b.lower_usd == 0.0 and b.status.startswith("infeasible")
 
 
 def test_bad_input_is_named() -> None:
