@@ -59,7 +59,8 @@ def spot_slack_s(job: Demand, now: datetime, cost: CostModel, params: BurstParam
     """
     if offering.market is not Market.SPOT:
         return math.inf
-    rework_s = job.remaining_s * cost.rework_fraction(offering, job.checkpoint_interval_s)
+    rework_s = job.remaining_s * cost.rework_fraction(offering, job.checkpoint_interval_s,
+                                                      cost.nodes_for(job, offering))
     changeover = cost.p.restart_overhead_s + cost.p.launch_latency_s
     return slack_s(job, now, cost) - rework_s - changeover - params.deadline_margin_s
 
@@ -179,9 +180,9 @@ def _consider(job: Demand, wait_s: float, waited_s: float, now: datetime, cost: 
         why = (f"expected wait {wait_s:.0f}s would pass its wait budget {budget:.0f}s" if wait_s > 0 else
                f"waited {waited_s:.0f}s, past its wait budget {budget:.0f}s, though reserved GPUs look free "
                f"(fragmented, or held for the queue's head)")
-    elif wait_s > spot_slack:
-        why = (f"waiting {wait_s:.0f}s would leave too little deadline slack to run on spot "
-               f"({spot_slack:.0f}s left for waiting)")
+    elif 0 <= spot_slack < (wait_s or params.stuck_after_s):  # a stuck job waits a cycle at least
+        why = (f"waiting {wait_s or params.stuck_after_s:.0f}s would leave too little deadline slack to run "
+               f"on spot ({spot_slack:.0f}s left for waiting)")
     elif params.cost_trigger and wait_usd > cloud_usd:
         why = f"waiting {wait_s:.0f}s costs ${wait_usd:.2f} > cloud ${cloud_usd:.2f}"
     else:
@@ -196,7 +197,8 @@ def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, p
     offering = choose(job, now, cost, params, book)
     if offering is None:
         return []  # only an offering change (an event) can let it burst
-    ahead = [wait_budget_s(job, params) - waited_s, spot_slack_s(job, now, cost, params, offering)]
+    ahead = [wait_budget_s(job, params) - waited_s,
+             spot_slack_s(job, now, cost, params, offering) - params.stuck_after_s]
     return [now + timedelta(seconds=s) for s in ahead if 0 < s < math.inf]
 
 

@@ -3,7 +3,8 @@
 - On-prem reserved GPUs cost their amortized rate whether used or not, so their *marginal* cost is 0.
 - On-demand costs its price for the billed duration.
 - Spot costs its price for the billed duration of the work *plus the expected rework*:
-  interruptions/h x runtime_h x (checkpoint_interval/2 + restart_overhead).
+  interruptions/h x runtime_h x (checkpoint_interval/2 + restart_overhead), where a gang of k
+  nodes is interrupted k times as often as one node (any member's interruption stops it).
 - Billing granularity per cloud: see ``burster.billing`` (AWS and GCP per second with a 60 s
   minimum; Azure per full minute, with the source cited there).
 - Waiting has a cost: GPUs x hours waited x the value of a GPU-hour x (1 + priority), plus a
@@ -59,10 +60,14 @@ class CostModel:
         rates = self.p.interruption_rates
         return rates.get(offering.key, rates.get(offering.zone, self.p.spot_interruptions_per_hour))
 
-    def rework_fraction(self, offering: Offering, checkpoint_interval_s: float) -> float:
-        """Expected extra run time per unit of useful run time, from interruptions."""
+    def rework_fraction(self, offering: Offering, checkpoint_interval_s: float, nodes: int = 1) -> float:
+        """Expected extra run time per unit of useful run time, from interruptions.
+
+        A gang of ``nodes`` spot nodes stops whenever any one of them is interrupted: ``nodes`` times
+        the node rate.
+        """
         lost_s = checkpoint_interval_s / 2 + self.p.restart_overhead_s
-        return self.interruption_rate(offering) * lost_s / 3600.0
+        return nodes * self.interruption_rate(offering) * lost_s / 3600.0
 
     def effective_price_per_gpu_hour(self, offering: Offering,
                                      checkpoint_interval_s: float = 1800.0) -> float:
@@ -84,10 +89,11 @@ class CostModel:
         """Expected $ to finish ``job`` on ``offering``: nodes x price x billed (work + rework)."""
         if offering.market is Market.RESERVED:
             return 0.0
-        run_s = job.remaining_s * (1 + self.rework_fraction(offering, job.checkpoint_interval_s))
+        nodes = self.nodes_for(job, offering)
+        run_s = job.remaining_s * (1 + self.rework_fraction(offering, job.checkpoint_interval_s, nodes))
         run_s += self.p.launch_latency_s  # nodes bill while they boot and join
         hours = self.billed_hours(offering.provider, run_s)
-        return self.nodes_for(job, offering) * offering.price_per_hour_usd * hours
+        return nodes * offering.price_per_hour_usd * hours
 
     # --- waiting -------------------------------------------------------------------------------
     def wait_cost_usd(self, job: Demand, wait_s: float, now: datetime) -> float:

@@ -67,4 +67,4 @@ class OfferBook:
 
     def _rate(self, job: Demand, o: Offering) -> float:
         nodes = self.cost.nodes_for(job, o)
-        return nodes * o.price_per_hour_usd * (1 + self.cost.rework_fraction(o, job.checkpoint_interval_s))
+        return nodes * o.price_per_hour_usd * (1 + self.cost.rework_fraction(o, job.checkpoint_interval_s, nodes))

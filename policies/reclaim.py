@@ -64,9 +64,12 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue) -> list
     Every pending job has first claim on the free GPUs, including one whose burst nodes are still
     booting: the pool keeps free GPUs for its queue's head (FIFO) whatever the controller plans for
     it. Only GPUs beyond all pending demand are spare; moving a job into GPUs the queue is owed
-    would strand it on-prem and burst it again.
+    would strand it on-prem and burst it again. The job must also fit the nodes as they are: each
+    gang member on one node with enough free GPUs.
     """
     out: list[Checkpoint] = []
+    free_by_node = {n.node_id: n.free_gpus for n in snapshot.pool_nodes}
+    model_of = {n.node_id: n.gpu_model for n in snapshot.pool_nodes}
     spare = {m: queue.free_gpus(m) for m in queue.total}
     for job in snapshot.pending:
         model = queue.model_for(job)
@@ -79,12 +82,17 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue) -> list
         model = queue.model_for(p.job)
         if model is None or spare.get(model, 0) < p.job.gpus:
             continue
+        slots = _fit(p.job.nodes, p.job.gpus_per_node, model, free_by_node, model_of)
+        if slots is None:
+            continue
         remaining_h = p.remaining_s(snapshot.now) / 3600.0
         saved = p.price_per_hour_usd * remaining_h
         restart = cost.wait_cost_usd(p.job, cost.p.restart_overhead_s, snapshot.now)
         if saved <= restart + p.price_per_hour_usd * cost.p.restart_overhead_s / 3600.0:
             continue
         spare[model] -= p.job.gpus
+        for node_id in slots:
+            free_by_node[node_id] -= p.job.gpus_per_node
         deadline = snapshot.now + timedelta(seconds=max(cost.p.restart_overhead_s, 60.0))
         for node_id in p.node_ids:
             out.append(Checkpoint(
@@ -93,3 +101,11 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue) -> list
                         f"${saved:.2f} of cloud at ${p.price_per_hour_usd:.2f}/h"),
             ))
     return out
+
+
+def _fit(members: int, gpus_each: int, model: str, free_by_node: dict[str, int],
+         model_of: dict[str, str]) -> list[str] | None:
+    """Pool nodes (best fit: fewest free GPUs first) for each gang member, or None if it does not fit."""
+    fitting = sorted((free, node_id) for node_id, free in free_by_node.items()
+                     if model_of[node_id] == model and free >= gpus_each)
+    return [node_id for _, node_id in fitting[:members]] if len(fitting) >= members else None

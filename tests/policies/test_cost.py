@@ -67,3 +67,11 @@ def test_wait_cost_scales_with_gpus_priority_and_deadline() -> None:
     assert cost.wait_cost_usd(strict, 300, NOW) == pytest.approx(1 / 12 * 2.0)  # still on time
     assert cost.wait_cost_usd(strict, 900, NOW) == pytest.approx(0.25 * 2.0 + 500)  # misses it
     assert cost.wait_cost_usd(strict, 0, NOW) == 0.0
+
+
+def test_a_gang_on_spot_is_interrupted_once_per_member_interruption() -> None:
+    cost = CostModel(CostParams(spot_interruptions_per_hour=0.2, restart_overhead_s=300, launch_latency_s=0))
+    assert cost.rework_fraction(SPOT, 1800, nodes=4) == pytest.approx(4 * 0.2 / 3)
+    gang = Demand("g", gpus=32, nodes=4, submitted_at=NOW, est_runtime_s=3600)
+    # 4 nodes x $8 x (1 h work + 4 x 0.2 x 1/3 h rework)
+    assert cost.job_cost_usd(gang, SPOT) == pytest.approx(4 * 8.0 * (1 + 0.8 / 3))

@@ -45,3 +45,13 @@ def test_free_gpus_owed_to_a_queued_job_are_not_spare() -> None:
     head = Demand("head", 8, NOW - timedelta(minutes=1), 4 * 3600, gpu_model="V100")
     plan = POLICY.decide(snapshot((head,)))
     assert moved(plan.actions) == []
+
+
+def test_a_job_is_not_moved_back_onto_gpus_scattered_over_nodes() -> None:
+    # 2 GPUs free in all, one on each node: a 2-GPU single-node job cannot run there
+    snap = snapshot(())
+    pool = (PoolNode("onprem-0", "V100", 8, 1), PoolNode("onprem-1", "V100", 8, 1))
+    two = Demand("cj", 2, NOW - timedelta(hours=1), 6 * 3600, gpu_model="V100")
+    running = (snap.running[0], Placement(two, ("n1",), NOW - timedelta(hours=1), True, Market.ON_DEMAND, 6.12))
+    scattered = Snapshot(NOW, (), running, pool, snap.cloud_nodes, snap.offerings)
+    assert moved(POLICY.decide(scattered).actions) == []
