@@ -12,6 +12,7 @@ then any series (stable hash of the offering key), an assumption stated in docs/
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import random
 import zlib
@@ -45,6 +46,15 @@ class SpotSeries:
     def available(self, offset_s: float) -> bool:
         return self.data[int(offset_s // self.gap_s) % len(self.data)] > 0
 
+    @functools.cached_property
+    def _drop_offsets(self) -> list[float]:  # per instance: two series may share a name
+        return self.drops()
+
+    @functools.cached_property
+    def _flip_offsets(self) -> list[float]:
+        d = self.data
+        return [i * self.gap_s for i in range(len(d)) if (d[i] > 0) != (d[i - 1] > 0)]
+
     def drops(self) -> list[float]:
         """Offsets (within one span) where availability falls to 0."""
         d = self.data
@@ -52,9 +62,7 @@ class SpotSeries:
 
     def next_drop(self, offset_s: float) -> float:
         """The first offset >= ``offset_s`` at which availability falls to 0 (inf if never)."""
-        drops = _drops_cache.get(self.name)
-        if drops is None:
-            drops = _drops_cache[self.name] = self.drops()
+        drops = self._drop_offsets
         if not drops:
             return float("inf")
         span = self.span_s
@@ -67,11 +75,7 @@ class SpotSeries:
 
     def next_flip(self, offset_s: float) -> float:
         """The first offset > ``offset_s`` at which availability changes (up <-> down; inf if never)."""
-        flips = _flips_cache.get(self.name)
-        if flips is None:
-            d = self.data
-            flips = _flips_cache[self.name] = [
-                i * self.gap_s for i in range(len(d)) if (d[i] > 0) != (d[i - 1] > 0)]
+        flips = self._flip_offsets
         if not flips:
             return float("inf")
         span = self.span_s
@@ -82,8 +86,6 @@ class SpotSeries:
         return (cycle + 1) * span + flips[0]
 
 
-_drops_cache: dict[str, list[float]] = {}
-_flips_cache: dict[str, list[float]] = {}
 
 
 def _gpu_of(filename: str, default: str) -> str:
