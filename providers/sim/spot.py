@@ -16,7 +16,7 @@ import functools
 import json
 import random
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,30 +62,22 @@ class SpotSeries:
 
     def next_drop(self, offset_s: float) -> float:
         """The first offset >= ``offset_s`` at which availability falls to 0 (inf if never)."""
-        drops = self._drop_offsets
-        if not drops:
-            return float("inf")
-        span = self.span_s
-        cycle, within = divmod(offset_s, span)
-        i = bisect.bisect_left(drops, within)
-        if i < len(drops):
-            return cycle * span + drops[i]
-        return (cycle + 1) * span + drops[0]
-
+        return self._next(self._drop_offsets, offset_s, bisect.bisect_left)
 
     def next_flip(self, offset_s: float) -> float:
         """The first offset > ``offset_s`` at which availability changes (up <-> down; inf if never)."""
-        flips = self._flip_offsets
-        if not flips:
+        return self._next(self._flip_offsets, offset_s, bisect.bisect_right)
+
+    def _next(self, offsets: list[float], offset_s: float, find: Callable[[list[float], float], int]) -> float:
+        """The next of ``offsets`` (within one span, sorted) after ``offset_s``, the series repeating."""
+        if not offsets:
             return float("inf")
         span = self.span_s
         cycle, within = divmod(offset_s, span)
-        i = bisect.bisect_right(flips, within)
-        if i < len(flips):
-            return cycle * span + flips[i]
-        return (cycle + 1) * span + flips[0]
-
-
+        i = find(offsets, within)
+        if i < len(offsets):
+            return cycle * span + offsets[i]
+        return (cycle + 1) * span + offsets[0]
 
 
 def _gpu_of(filename: str, default: str) -> str:
