@@ -57,12 +57,13 @@ def spot_slack_s(job: Demand, now: datetime, cost: CostModel, params: BurstParam
     Past this, the job could only make its deadline on on-demand: waiting for on-prem would turn a
     cheap spot burst into an expensive one. Infinite for jobs without a deadline or off spot.
     """
-    if offering.market is not Market.SPOT:
+    slack = slack_s(job, now, cost)
+    if offering.market is not Market.SPOT or slack == math.inf:
         return math.inf
     rework_s = job.remaining_s * cost.rework_fraction(offering, job.checkpoint_interval_s,
                                                       cost.nodes_for(job, offering))
     changeover = cost.p.restart_overhead_s + cost.p.launch_latency_s
-    return slack_s(job, now, cost) - rework_s - changeover - params.deadline_margin_s
+    return slack - rework_s - changeover - params.deadline_margin_s
 
 
 def wait_budget_s(job: Demand, params: BurstParams) -> float:
@@ -167,28 +168,38 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
 
 def _consider(job: Demand, wait_s: float, waited_s: float, now: datetime, cost: CostModel,
               params: BurstParams, book: OfferBook) -> Launch | None:
+    """A Launch if ``job`` should burst now (the first rule that fires gives the reason), else None."""
     offering = choose(job, now, cost, params, book)
     if offering is None:
         return None
-    cloud_usd = cost.job_cost_usd(job, offering)
-    wait_usd = cost.wait_cost_usd(job, wait_s, now)
-    budget = wait_budget_s(job, params)
-    spot_slack = spot_slack_s(job, now, cost, params, offering)
-    if wait_s == math.inf:
-        why = "no reserved capacity can run it"
-    elif waited_s + wait_s > budget:
-        why = (f"expected wait {wait_s:.0f}s would pass its wait budget {budget:.0f}s" if wait_s > 0 else
-               f"waited {waited_s:.0f}s, past its wait budget {budget:.0f}s, though reserved GPUs look free "
-               f"(fragmented, or held for the queue's head)")
-    elif 0 <= spot_slack < (wait_s or params.stuck_after_s):  # a stuck job waits a cycle at least
-        why = (f"waiting {wait_s or params.stuck_after_s:.0f}s would leave too little deadline slack to run "
-               f"on spot ({spot_slack:.0f}s left for waiting)")
-    elif params.cost_trigger and wait_usd > cloud_usd:
-        why = f"waiting {wait_s:.0f}s costs ${wait_usd:.2f} > cloud ${cloud_usd:.2f}"
-    else:
+    why = _burst_reason(job, wait_s, waited_s, now, cost, params, offering)
+    if why is None:
         return None
     return _launch(job, offering, cost, f"job {job.job_id} ({job.gpus} GPUs): {why}; "
                    f"cheapest effective is {offering.key} at ${offering.price_per_hour_usd:.2f}/h")
+
+
+def _burst_reason(job: Demand, wait_s: float, waited_s: float, now: datetime, cost: CostModel,
+                  params: BurstParams, offering: Offering) -> str | None:
+    """Why ``job`` should burst to ``offering`` now, or None; cheap rules first."""
+    if wait_s == math.inf:
+        return "no reserved capacity can run it"
+    budget = wait_budget_s(job, params)
+    if waited_s + wait_s > budget:
+        return (f"expected wait {wait_s:.0f}s would pass its wait budget {budget:.0f}s" if wait_s > 0 else
+                f"waited {waited_s:.0f}s, past its wait budget {budget:.0f}s, though reserved GPUs look free "
+                f"(fragmented, or held for the queue's head)")
+    spot_slack = spot_slack_s(job, now, cost, params, offering)
+    expected = wait_s or params.stuck_after_s  # a stuck job waits a scheduler cycle at least
+    if 0 <= spot_slack < expected:
+        return (f"waiting {expected:.0f}s would leave too little deadline slack to run on spot "
+                f"({spot_slack:.0f}s left for waiting)")
+    if params.cost_trigger and wait_s > 0:
+        wait_usd = cost.wait_cost_usd(job, wait_s, now)
+        cloud_usd = cost.job_cost_usd(job, offering)
+        if wait_usd > cloud_usd:
+            return f"waiting {wait_s:.0f}s costs ${wait_usd:.2f} > cloud ${cloud_usd:.2f}"
+    return None
 
 
 def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,
