@@ -38,6 +38,8 @@ def test_rows_become_demands_with_deadlines_and_gangs(tmp_path: Path) -> None:
     ("1,vc,2,ten,5,vgg,100,1,250,10,0,strict", "submit_time", "not a number"),
     ("1,vc,2,10,5,vgg,100,1,250,10,0,urgent", "job_type", "not one of"),
     ("1,vc,1.5,10,5,vgg,100,1,250,10,0,strict", "num_gpu", "whole number"),
+    ("1,vc,1,10,5,vgg,100,1,250-x,10-8,0,soft", "expect_time_list", "not a number"),
+    ("1,vc,1,10,5,vgg,100,1,250-200,10-8,0,soft", "expect_time_list", "increasing order"),
 ])
 def test_bad_rows_are_rejected_with_file_row_and_column(tmp_path: Path, row: str, column: str,
                                                         problem: str) -> None:
@@ -60,3 +62,10 @@ def test_gzip_and_bundled_demo_trace() -> None:
     assert 1500 < len(trace.jobs) < 2500
     with gzip.open(DEMO_TRACE, "rt") as fh:
         assert fh.readline() == HEADER
+
+
+def test_a_soft_job_with_a_utility_step_gets_its_first_full_value_time_as_deadline(tmp_path: Path) -> None:
+    path = write(tmp_path, "0,vc,1,5601,5530,mobilenet_v2,96,5,159-189-229-289,10-8-5-2,0,soft\n")
+    (job,) = load_trace(path).jobs
+    assert job.job_class is JobClass.SOFT
+    assert (job.deadline - job.submitted_at).total_seconds() == 159 * 60
