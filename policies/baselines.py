@@ -82,7 +82,7 @@ class UniformProgressPolicy(BaselinePolicy):
     """Can't Be Late's Uniform Progress per job: spot while ahead of schedule, else on-demand."""
 
     name = "uniform-progress"
-    burst_params = BurstParams(**_NOW)  # type: ignore[arg-type]
+    burst_params = BurstParams(rework_aware=False, **_NOW)  # type: ignore[arg-type]
 
     def decide(self, snapshot: Snapshot) -> Plan:
         from policies.deadline import switch_behind_schedule
@@ -97,4 +97,4 @@ class ComputeWaitPolicy(BaselinePolicy):
 
     name = "compute-wait"
     burst_params = BurstParams(max_wait_s=0.0, wait_fraction=0.0, prewarm=False, cost_trigger=False,
-                               wait_s_per_gpu_hour=900.0, markets=ON_DEMAND_ONLY)
+                               wait_s_per_gpu_hour=900.0, markets=ON_DEMAND_ONLY, deadline_trigger=False)

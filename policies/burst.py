@@ -3,10 +3,14 @@
 For each pending job, in queue order: if reserved capacity (or an idle/incoming burst node) will
 start it soon enough, it stays queued. Otherwise it bursts when the cost of waiting for on-prem
 exceeds the cloud cost, or when the wait would pass its wait budget
-(max(max_wait_s, wait_fraction x runtime)) or its deadline, or when waiting would use up the deadline
-slack a spot run needs (so a deadline job is not pushed onto on-demand by queueing). A gang
-launches all its nodes in one Launch (all or none). Market choice follows Uniform Progress: spot
-while the deadline slack covers a changeover, on-demand otherwise.
+(max(max_wait_s, wait_fraction x runtime)), or would leave less than the margin of deadline slack,
+or would use up the deadline slack a spot run needs (so a deadline job is not pushed onto
+on-demand by queueing). A gang launches all its nodes in one Launch (all or none).
+
+Market choice follows Uniform Progress with rework: a spot offering qualifies for a deadline job
+only while the slack covers its expected rework (interruptions x lost work, per gang member) plus
+a changeover and a margin, and it competes at its expected cost plus its deadline risk
+(``CostModel.deadline_risk_usd``); otherwise the job goes to a safer spot pool or to on-demand.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from datetime import datetime, timedelta
 from burster.model import Demand, JobClass, Market, Node, Offering, Snapshot
 from burster.plan import Launch, request_id
 from policies.cost import CostModel
-from policies.offers import ANY, ON_DEMAND_ONLY, OfferBook, offer_book
+from policies.offers import ANY, OfferBook, offer_book
 from policies.queue import ReservedQueue
 
 
@@ -34,6 +38,11 @@ class BurstParams:
     wait_s_per_gpu_hour: float = 0.0  # compute-proportional wait budget (Starburst-like)
     # a job the projection says starts now counts as stuck once queued this long (a scheduler cycle)
     stuck_after_s: float = 60.0
+    # spot qualifies for a deadline job only if its slack also covers the expected rework
+    # (False: classic Uniform Progress, slack vs changeover + margin only)
+    rework_aware: bool = True
+    # burst a deadline job when waiting would leave less than deadline_margin_s of slack
+    deadline_trigger: bool = True
 
 
 def slack_s(job: Demand, now: datetime, cost: CostModel) -> float:
@@ -43,12 +52,17 @@ def slack_s(job: Demand, now: datetime, cost: CostModel) -> float:
     return (job.deadline - now).total_seconds() - job.remaining_s - cost.p.launch_latency_s
 
 
-def markets_for(job: Demand, now: datetime, cost: CostModel, params: BurstParams) -> frozenset[Market]:
-    """Uniform Progress: spot only while slack covers a changeover (restart + relaunch) + margin."""
-    changeover = cost.p.restart_overhead_s + cost.p.launch_latency_s
-    if slack_s(job, now, cost) < changeover + params.deadline_margin_s:
-        return ON_DEMAND_ONLY
-    return ANY
+def spot_rework_limit(job: Demand, now: datetime, cost: CostModel, params: BurstParams) -> float:
+    """Uniform Progress with rework: the largest expected rework (a fraction of the remaining run) a
+    spot run of ``job`` started now can absorb and still keep a changeover (restart + relaunch) plus
+    the margin for a final move to on-demand. Negative: no spot run qualifies; inf: no deadline."""
+    slack = slack_s(job, now, cost)
+    if slack == math.inf:
+        return math.inf
+    room = slack - cost.p.restart_overhead_s - cost.p.launch_latency_s - params.deadline_margin_s
+    if job.remaining_s <= 0 or not params.rework_aware:
+        return math.inf if room >= 0 else -1.0
+    return room / job.remaining_s
 
 
 def spot_slack_s(job: Demand, now: datetime, cost: CostModel, params: BurstParams, offering: Offering) -> float:
@@ -79,7 +93,8 @@ def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, boo
             return offering
     if params.market_order:
         return None
-    return book.best(job, params.markets or markets_for(job, now, cost, params))
+    return book.best_for_deadline(job, params.markets or ANY, spot_rework_limit(job, now, cost, params),
+                                  slack_s(job, now, cost))
 
 
 class _IdleCapacity:
@@ -194,6 +209,10 @@ def _burst_reason(job: Demand, wait_s: float, waited_s: float, now: datetime, co
     if 0 <= spot_slack < expected:
         return (f"waiting {expected:.0f}s would leave too little deadline slack to run on spot "
                 f"({spot_slack:.0f}s left for waiting)")
+    slack = slack_s(job, now, cost)
+    if params.deadline_trigger and slack - expected < params.deadline_margin_s:
+        return (f"waiting {expected:.0f}s would leave {slack - expected:.0f}s of deadline slack, "
+                f"under the {params.deadline_margin_s:.0f}s margin")
     if params.cost_trigger and wait_s > 0:
         wait_usd = cost.wait_cost_usd(job, wait_s, now)
         cloud_usd = cost.job_cost_usd(job, offering)
@@ -204,12 +223,14 @@ def _burst_reason(job: Demand, wait_s: float, waited_s: float, now: datetime, co
 
 def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,
                  book: OfferBook) -> list[datetime]:
-    """When a job whose projected wait stays 0 will pass its wait budget or its spot slack."""
+    """When a job whose projected wait stays 0 will pass its wait budget, spot slack or deadline margin."""
     offering = choose(job, now, cost, params, book)
     if offering is None:
         return []  # only an offering change (an event) can let it burst
     ahead = [wait_budget_s(job, params) - waited_s,
-             spot_slack_s(job, now, cost, params, offering) - params.stuck_after_s]
+             spot_slack_s(job, now, cost, params, offering) - params.stuck_after_s,
+             slack_s(job, now, cost) - params.stuck_after_s - params.deadline_margin_s
+             if params.deadline_trigger else math.inf]
     return [now + timedelta(seconds=s) for s in ahead if 0 < s < math.inf]
 
 

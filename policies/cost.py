@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -95,6 +96,22 @@ class CostModel:
         hours = self.billed_hours(offering.provider, run_s)
         return nodes * offering.price_per_hour_usd * hours
 
+    def deadline_risk_usd(self, job: Demand, offering: Offering, slack_s: float) -> float:
+        """Expected deadline-miss $ of running ``job`` on spot ``offering`` from now, ``slack_s`` ahead.
+
+        An interruption loses the work since the job's last periodic checkpoint plus a changeover
+        (restart + relaunch); it causes a miss when that exceeds the slack. Over the run, the job is
+        exposed wherever its unsaved work is above slack - changeover; P(miss) = 1 - exp(-gang rate x
+        exposed hours) (first interruption only). 0 for on-demand or jobs without a hard/soft deadline.
+        """
+        if job.deadline is None or job.job_class is JobClass.BEST_EFFORT or offering.market is not Market.SPOT:
+            return 0.0
+        room = slack_s - self.p.restart_overhead_s - self.p.launch_latency_s
+        exposed = exposed_s(job.remaining_s, job.checkpoint_interval_s, room)
+        rate = self.nodes_for(job, offering) * self.interruption_rate(offering)
+        p_miss = 1.0 - math.exp(-rate * exposed / 3600.0)
+        return p_miss * self.p.deadline_miss_usd * (1.0 if job.job_class is JobClass.STRICT else 0.25)
+
     # --- waiting -------------------------------------------------------------------------------
     def wait_cost_usd(self, job: Demand, wait_s: float, now: datetime) -> float:
         """$ cost of making ``job`` wait ``wait_s`` more seconds before it starts."""
@@ -111,3 +128,15 @@ class CostModel:
     def idle_cost_usd(self, offering: Offering, idle_s: float) -> float:
         """$ of keeping one node of ``offering`` idle for ``idle_s`` seconds."""
         return offering.price_per_hour_usd * idle_s / 3600.0
+
+
+def exposed_s(run_s: float, checkpoint_interval_s: float, room_s: float) -> float:
+    """Seconds of a ``run_s`` run, checkpointing every ``checkpoint_interval_s``, during which the
+    unsaved work exceeds ``room_s`` (an interruption there costs more than the room)."""
+    if room_s < 0:
+        return run_s
+    interval = checkpoint_interval_s if checkpoint_interval_s > 0 else run_s
+    if interval <= 0:
+        return 0.0
+    full, last = divmod(run_s, interval)
+    return full * max(0.0, interval - room_s) + max(0.0, last - room_s)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Iterable
 
 from burster.model import Demand, Market, Offering, Snapshot
@@ -44,6 +46,7 @@ class OfferBook:
         for o in self.offerings:
             self._by_model.setdefault(o.gpu_model, []).append(o)
         self._best: dict[ShapeKey, Offering | None] = {}
+        self._spot_ranks: dict[ShapeKey, tuple[list[Offering], list[float]]] = {}
 
     def _candidates(self, gpu_model: str) -> Iterable[Offering]:
         return self._by_model.get(gpu_model, ()) if gpu_model else self.offerings
@@ -64,6 +67,48 @@ class OfferBook:
                 best, best_rate = o, rate
         self._best[key] = best
         return best
+
+    def best_for_deadline(self, job: Demand, markets: frozenset[Market], max_rework: float,
+                          slack_s: float) -> Offering | None:
+        """Like ``best``, for a job with ``slack_s`` of deadline slack. A spot offering qualifies only
+        if its expected rework fraction is at most ``max_rework``, and competes at its expected job
+        cost plus its deadline risk (``CostModel.deadline_risk_usd``) against on-demand's job cost.
+        With no on-demand allowed and no spot qualifying, the cheapest spot is still returned."""
+        if max_rework == math.inf or Market.SPOT not in markets:
+            return self.best(job, markets)
+        best = self.best(job, markets - {Market.SPOT}) if Market.ON_DEMAND in markets else None
+        best_usd = self.cost.job_cost_usd(job, best) if best is not None else math.inf
+        ranked, neg_min = self._spot_rank(job)
+        start = bisect.bisect_left(neg_min, -max_rework)  # the first offering whose rework is within the limit
+        for o in ranked[start:]:
+            nodes = self.cost.nodes_for(job, o)
+            if self.cost.rework_fraction(o, job.checkpoint_interval_s, nodes) > max_rework:
+                continue
+            usd = self.cost.job_cost_usd(job, o)
+            if usd >= best_usd:
+                break  # ranked by rate: later offerings cost at least as much, before their risk
+            usd += self.cost.deadline_risk_usd(job, o, slack_s)
+            if usd < best_usd:
+                best, best_usd = o, usd
+        if best is None:
+            return self.best(job, markets)
+        return best
+
+    def _spot_rank(self, job: Demand) -> tuple[list[Offering], list[float]]:
+        """Spot offerings for the job's shape by effective rate, and minus the running minimum of their
+        rework fractions (non-decreasing, so it can be bisected)."""
+        key = (job.gpu_model, job.nodes, job.gpus_per_node, job.checkpoint_interval_s, SPOT_ONLY)
+        hit = self._spot_ranks.get(key)
+        if hit is None:
+            spots = sorted((o for o in self._candidates(job.gpu_model) if o.market is Market.SPOT),
+                           key=lambda o: (self._rate(job, o), o.key))
+            neg_min: list[float] = []
+            low = math.inf
+            for o in spots:
+                low = min(low, self.cost.rework_fraction(o, job.checkpoint_interval_s, self.cost.nodes_for(job, o)))
+                neg_min.append(-low)
+            hit = self._spot_ranks[key] = (spots, neg_min)
+        return hit
 
     def _rate(self, job: Demand, o: Offering) -> float:
         nodes = self.cost.nodes_for(job, o)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNode, Snapshot
@@ -81,3 +82,67 @@ def test_a_job_just_requeued_is_given_a_scheduler_cycle_before_it_counts_as_stuc
     wakes: list[datetime] = []
     assert burst(fragmented(two_gpu_job(waited_s=1200, queued_s=10)), COST, PARAMS, wakes=wakes) == []
     assert wakes == [NOW + timedelta(seconds=50)]
+
+
+RISKY = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.4)
+SAFE = Offering("gcp", "us-central1", "us-central1-a", "n1-v100-1", "V100", 1, Market.SPOT, 0.8)
+RATES = CostModel(CostParams(restart_overhead_s=300, launch_latency_s=180, wait_value_usd_per_gpu_hour=0.0,
+                             deadline_miss_usd=500.0, interruption_rates={RISKY.key: 2.0, SAFE.key: 0.02}))
+
+
+def market_choice(slack_s: float, runtime_s: float = 7_200) -> Offering:
+    """Where a strict-deadline job with ``slack_s`` goes when it cannot wait (pool busy for long)."""
+    job = deadline_job(slack_s=slack_s, runtime_s=runtime_s)
+    snap = snapshot(job, busy_for_s=100_000)
+    snap = Snapshot(NOW, snap.pending, snap.running, snap.pool_nodes, (), (RISKY, SAFE, OD))
+    (launch,) = burst(snap, RATES, PARAMS)
+    return launch.offering
+
+
+def test_a_deadline_job_takes_the_cheapest_spot_its_slack_can_absorb() -> None:
+    # a best-effort job takes the cheapest effective spot: 0.4 x (1 + 2/h x 1200 s) = 0.67/h < 0.8 x 1.007
+    job = Demand("be", 1, NOW, 7_200, gpu_model="V100")
+    snap = snapshot(job, busy_for_s=100_000)
+    (launch,) = burst(Snapshot(NOW, snap.pending, snap.running, snap.pool_nodes, (), (RISKY, SAFE, OD)),
+                      RATES, PARAMS)
+    assert launch.offering == RISKY
+    # with ample slack a deadline job does too; with 1 h of slack the risky pool's expected rework
+    # (2 h x 2/h x 1200 s = 4800 s) does not fit, so it takes the steadier pool; with no room, on-demand
+    assert market_choice(slack_s=50_000) == RISKY
+    assert market_choice(slack_s=3_600) == SAFE
+    assert market_choice(slack_s=1_000) == OD
+
+
+def test_spot_competes_with_its_deadline_risk_against_on_demand() -> None:
+    # room of slack 2200 s - launch 180 - changeover 480 = 1540 s: the 2-h run with 30-min checkpoints
+    # is exposed 4 x 260 s; at 0.02/h the risk is $2.9, so SAFE ($1.65 + 2.9) beats on-demand ($6.27)
+    assert market_choice(slack_s=2_200) == SAFE
+    # a 10x more interruptible steady pool (0.2/h) is still within the rework limit, but its risk
+    # ($28) makes on-demand cheaper
+    flaky = CostModel(replace(RATES.p, interruption_rates={RISKY.key: 2.0, SAFE.key: 0.2}))
+    job = deadline_job(slack_s=2_200, runtime_s=7_200)
+    snap = snapshot(job, busy_for_s=100_000)
+    (launch,) = burst(Snapshot(NOW, snap.pending, snap.running, snap.pool_nodes, (), (RISKY, SAFE, OD)),
+                      flaky, PARAMS)
+    assert launch.offering == OD
+
+
+def test_a_deadline_job_bursts_when_waiting_would_leave_less_than_the_margin() -> None:
+    # expected wait 3000 s is within its budget (9000 s) but leaves 4000 - 180 - 3000 = 820 s < 900 s
+    def od_only(job: Demand) -> Snapshot:
+        snap = snapshot(job, busy_for_s=3_000)
+        return Snapshot(NOW, snap.pending, snap.running, snap.pool_nodes, (), (OD,))
+
+    (launch,) = burst(od_only(deadline_job(slack_s=4_000)), COST, PARAMS)
+    assert launch.offering == OD and "under the 900s margin" in launch.reason
+    assert burst(od_only(deadline_job(slack_s=4_000)), COST, replace(PARAMS, deadline_trigger=False)) == []
+    assert burst(od_only(deadline_job(slack_s=5_000)), COST, PARAMS) == []
+
+
+def test_a_stuck_deadline_job_wakes_the_simulation_when_its_margin_runs_out() -> None:
+    job = Demand("frag", 2, NOW - timedelta(seconds=300), 3_600, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(seconds=3_600 + 2_000))
+    wakes: list[datetime] = []
+    assert burst(fragmented(job), COST, PARAMS, wakes=wakes) == []
+    # slack 2000 - 180 = 1820 s; it bursts once slack - a scheduler cycle (60 s) < margin 900 s
+    assert NOW + timedelta(seconds=1_820 - 60 - 900) in wakes

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from burster.billing import BILLING
 from burster.model import Demand, JobClass, Market, Offering
-from policies.cost import CostModel, CostParams, amortized_usd_per_gpu_hour
+from policies.cost import CostModel, CostParams, amortized_usd_per_gpu_hour, exposed_s
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 SPOT = Offering("aws", "us-west-2", "usw2-az1", "p3.16xlarge", "V100", 8, Market.SPOT, 8.0)
@@ -75,3 +77,28 @@ def test_a_gang_on_spot_is_interrupted_once_per_member_interruption() -> None:
     gang = Demand("g", gpus=32, nodes=4, submitted_at=NOW, est_runtime_s=3600)
     # 4 nodes x $8 x (1 h work + 4 x 0.2 x 1/3 h rework)
     assert cost.job_cost_usd(gang, SPOT) == pytest.approx(4 * 8.0 * (1 + 0.8 / 3))
+
+
+def test_exposed_time_is_where_unsaved_work_exceeds_the_room() -> None:
+    # 2 full 1800 s intervals exposed above 1000 s (800 s each) + a 900 s tail below the room
+    assert exposed_s(4_500, 1_800, 1_000) == 1_600
+    assert exposed_s(4_500, 1_800, 400) == 2 * 1_400 + 500
+    assert exposed_s(4_500, 1_800, 1_800) == 0  # the room covers a whole interval
+    assert exposed_s(4_500, 1_800, -1) == 4_500  # no room: exposed throughout
+    assert exposed_s(1_980, 3_600, 1_000) == 980  # checkpoints rarer than the run
+
+
+def test_deadline_risk_is_miss_cost_times_chance_of_an_interruption_while_exposed() -> None:
+    cost = CostModel(CostParams(spot_interruptions_per_hour=0.5, restart_overhead_s=300, launch_latency_s=180,
+                                deadline_miss_usd=500.0))
+    now = datetime(2026, 3, 2, tzinfo=UTC)
+    job = Demand("j", 1, now, 3_600, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=now + timedelta(seconds=5_000), checkpoint_interval_s=1_800)
+    spot = Offering("aws", "r", "z", "t", "V100", 1, Market.SPOT, 1.0)
+    # slack 1000 s - changeover 480 s = 520 s of room: exposed 2 x (1800 - 520) = 2560 s
+    expected = 500.0 * (1 - math.exp(-0.5 * 2_560 / 3_600))
+    assert cost.deadline_risk_usd(job, spot, 1_000) == pytest.approx(expected)
+    soft = replace(job, job_class=JobClass.SOFT)
+    assert cost.deadline_risk_usd(soft, spot, 1_000) == pytest.approx(0.25 * expected)
+    assert cost.deadline_risk_usd(job, replace(spot, market=Market.ON_DEMAND), 1_000) == 0.0
+    assert cost.deadline_risk_usd(replace(job, deadline=None), spot, 1_000) == 0.0
