@@ -47,7 +47,8 @@ def cost_model(config: BursterConfig, rates: dict[str, float] | None = None) -> 
         onprem_usd_per_gpu_hour=c.onprem_usd_per_gpu_hour, restart_overhead_s=c.restart_overhead_s,
         wait_value_usd_per_gpu_hour=c.wait_value_usd_per_gpu_hour, deadline_miss_usd=c.deadline_miss_usd,
         spot_interruptions_per_hour=c.spot_interruptions_per_hour, launch_latency_s=c.launch_latency_s,
-        interruption_rates=rates or {},
+        interruption_rates=rates or {}, checkpoint_write_s=c.checkpoint_write_s,
+        interruption_notice_s=dict(c.interruption_notice_s),
     ))
 
 
@@ -147,7 +148,7 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
     clock = FakeClock(start)
     world = SimWorld(clock=clock, jobs=jobs, offerings=offerings, providers=providers,
                      pool_nodes=config.pool.nodes, gpus_per_node=config.pool.gpus_per_node,
-                     gpu_model=model, series=series, seed=seed)
+                     gpu_model=model, series=series, seed=seed, checkpoint_s=config.cost.checkpoint_write_s)
     world.pool.metrics.window_end = end
     reconciler = Reconciler(providers=world.clouds, pool=world.pool, policy=build_policy(policy, config, cost),
                             clock=clock)

@@ -3,8 +3,11 @@
 - On-prem reserved GPUs cost their amortized rate whether used or not, so their *marginal* cost is 0.
 - On-demand costs its price for the billed duration.
 - Spot costs its price for the billed duration of the work *plus the expected rework*:
-  interruptions/h x runtime_h x (checkpoint_interval/2 + restart_overhead), where a gang of k
-  nodes is interrupted k times as often as one node (any member's interruption stops it).
+  interruptions/h x runtime_h x (work lost + restart_overhead), where a gang of k nodes is
+  interrupted k times as often as one node (any member's interruption stops it). The work lost is
+  checkpoint_interval/2 on average, or nothing where the cloud's interruption notice is long
+  enough for the checkpoint handshake (AWS's two-minute warning against a 60 s checkpoint write;
+  not GCP's or Azure's 30 s).
 - Billing granularity per cloud: see ``burster.billing`` (AWS and GCP per second with a 60 s
   minimum; Azure per full minute, with the source cited there).
 - Waiting has a cost: GPUs x hours waited x the value of a GPU-hour x (1 + priority), plus a
@@ -45,6 +48,12 @@ class CostParams:
     launch_latency_s: float = 180.0
     # interruptions per hour by offering key or zone, e.g. measured from spot traces
     interruption_rates: Mapping[str, float] = field(default_factory=dict)
+    # seconds a job needs to write a checkpoint when signalled
+    checkpoint_write_s: float = 60.0
+    # seconds of warning before a spot node is reclaimed, per provider (AWS: the two-minute spot
+    # interruption notice; GCP: 30 s preemption notice; Azure: Scheduled Events Preempt, 30 s)
+    interruption_notice_s: Mapping[str, float] = field(
+        default_factory=lambda: {"aws": 120.0, "gcp": 30.0, "azure": 30.0})
 
 
 class CostModel:
@@ -61,13 +70,19 @@ class CostModel:
         rates = self.p.interruption_rates
         return rates.get(offering.key, rates.get(offering.zone, self.p.spot_interruptions_per_hour))
 
+    def saves_on_notice(self, offering: Offering) -> bool:
+        """Whether an interruption notice leaves time to write a checkpoint (no work is lost)."""
+        return self.p.interruption_notice_s.get(offering.provider, 0.0) >= self.p.checkpoint_write_s
+
     def rework_fraction(self, offering: Offering, checkpoint_interval_s: float, nodes: int = 1) -> float:
         """Expected extra run time per unit of useful run time, from interruptions.
 
         A gang of ``nodes`` spot nodes stops whenever any one of them is interrupted: ``nodes`` times
         the node rate.
         """
-        lost_s = checkpoint_interval_s / 2 + self.p.restart_overhead_s
+        lost_s = self.p.restart_overhead_s
+        if not self.saves_on_notice(offering):
+            lost_s += checkpoint_interval_s / 2
         return nodes * self.interruption_rate(offering) * lost_s / 3600.0
 
     def effective_price_per_gpu_hour(self, offering: Offering,
@@ -99,15 +114,19 @@ class CostModel:
     def deadline_risk_usd(self, job: Demand, offering: Offering, slack_s: float) -> float:
         """Expected deadline-miss $ of running ``job`` on spot ``offering`` from now, ``slack_s`` ahead.
 
-        An interruption loses the work since the job's last periodic checkpoint plus a changeover
-        (restart + relaunch); it causes a miss when that exceeds the slack. Over the run, the job is
-        exposed wherever its unsaved work is above slack - changeover; P(miss) = 1 - exp(-gang rate x
-        exposed hours) (first interruption only). 0 for on-demand or jobs without a hard/soft deadline.
+        An interruption costs a changeover (restart + relaunch) plus, unless the notice leaves time
+        for a checkpoint, the work since the job's last periodic checkpoint; it causes a miss when
+        that exceeds the slack. Over the run, the job is exposed wherever its loss would be above
+        the slack; P(miss) = 1 - exp(-gang rate x exposed hours) (first interruption only). 0 for
+        on-demand or jobs without a hard/soft deadline.
         """
         if job.deadline is None or job.job_class is JobClass.BEST_EFFORT or offering.market is not Market.SPOT:
             return 0.0
         room = slack_s - self.p.restart_overhead_s - self.p.launch_latency_s
-        exposed = exposed_s(job.remaining_s, job.checkpoint_interval_s, room)
+        if self.saves_on_notice(offering):
+            exposed = job.remaining_s if room < 0 else 0.0
+        else:
+            exposed = exposed_s(job.remaining_s, job.checkpoint_interval_s, room)
         rate = self.nodes_for(job, offering) * self.interruption_rate(offering)
         p_miss = 1.0 - math.exp(-rate * exposed / 3600.0)
         return p_miss * self.p.deadline_miss_usd * (1.0 if job.job_class is JobClass.STRICT else 0.25)

@@ -18,7 +18,8 @@ def register(sub: Any) -> None:
         description="List GPU offerings of the offline price catalog (SkyPilot-derived: ../shared/data's when\n"
                     "present, else the bundled copy), cheapest effective $ per useful GPU-hour first. The effective\n"
                     "price is the cost model's: price per GPU-hour plus expected spot rework\n"
-                    "(cost.spot_interruptions_per_hour x (15-minute half checkpoint + cost.restart_overhead_s)).",
+                    "(cost.spot_interruptions_per_hour x (15-minute half checkpoint + cost.restart_overhead_s);\n"
+                    "no half checkpoint where the notice leaves time to checkpoint, e.g. AWS's two minutes).",
         epilog="examples:\n  burster offerings --gpu h100 --market spot --limit 5\n"
                "  burster offerings --provider gcp --region us-central1 --max-price 2.5 --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -45,7 +45,9 @@ def test_spot_slack_is_deadline_slack_less_changeover_margin_and_rework() -> Non
     job = deadline_job(slack_s=5_000)
     # slack 5000 - launch 180 = 4820; minus changeover (300 + 180) and margin 900 -> 3440; no rework at rate 0
     assert spot_slack_s(job, NOW, COST, PARAMS, SPOT) == 3_440
-    risky = CostModel(CostParams(spot_interruptions_per_hour=0.5, restart_overhead_s=300, launch_latency_s=180))
+    # a checkpoint write (180 s) longer than AWS's notice: an interruption loses half an interval
+    risky = CostModel(CostParams(spot_interruptions_per_hour=0.5, restart_overhead_s=300, launch_latency_s=180,
+                                 checkpoint_write_s=180))
     # rework: 36000 s x 0.5/h x (900 + 300) s / 3600 = 6000 s
     assert spot_slack_s(job, NOW, risky, PARAMS, SPOT) == 3_440 - 6_000
     assert spot_slack_s(job, NOW, COST, PARAMS, OD) == float("inf")

@@ -13,7 +13,8 @@ from burster.model import Demand, JobClass, Market, Offering
 from policies.cost import CostModel, CostParams, amortized_usd_per_gpu_hour, exposed_s
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
-SPOT = Offering("aws", "us-west-2", "usw2-az1", "p3.16xlarge", "V100", 8, Market.SPOT, 8.0)
+# GCP: its 30 s preemption notice is too short to write a checkpoint, so interruptions lose work
+SPOT = Offering("gcp", "us-west1", "us-west1-b", "n1-highmem-64-v100x8", "V100", 8, Market.SPOT, 8.0)
 OD = Offering("aws", "us-west-2", "usw2-az1", "p3.16xlarge", "V100", 8, Market.ON_DEMAND, 24.48)
 
 
@@ -94,7 +95,7 @@ def test_deadline_risk_is_miss_cost_times_chance_of_an_interruption_while_expose
     now = datetime(2026, 3, 2, tzinfo=UTC)
     job = Demand("j", 1, now, 3_600, gpu_model="V100", job_class=JobClass.STRICT,
                  deadline=now + timedelta(seconds=5_000), checkpoint_interval_s=1_800)
-    spot = Offering("aws", "r", "z", "t", "V100", 1, Market.SPOT, 1.0)
+    spot = Offering("azure", "r", "z", "t", "V100", 1, Market.SPOT, 1.0)
     # slack 1000 s - changeover 480 s = 520 s of room: exposed 2 x (1800 - 520) = 2560 s
     expected = 500.0 * (1 - math.exp(-0.5 * 2_560 / 3_600))
     assert cost.deadline_risk_usd(job, spot, 1_000) == pytest.approx(expected)
@@ -102,3 +103,17 @@ def test_deadline_risk_is_miss_cost_times_chance_of_an_interruption_while_expose
     assert cost.deadline_risk_usd(soft, spot, 1_000) == pytest.approx(0.25 * expected)
     assert cost.deadline_risk_usd(job, replace(spot, market=Market.ON_DEMAND), 1_000) == 0.0
     assert cost.deadline_risk_usd(replace(job, deadline=None), spot, 1_000) == 0.0
+
+
+def test_a_notice_long_enough_for_the_checkpoint_handshake_loses_only_the_restart() -> None:
+    aws_spot = Offering("aws", "us-west-2", "usw2-az1", "p3.16xlarge", "V100", 8, Market.SPOT, 8.0)
+    cost = CostModel(CostParams(spot_interruptions_per_hour=0.2, restart_overhead_s=300))
+    assert cost.saves_on_notice(aws_spot) and not cost.saves_on_notice(SPOT)  # 120 s vs 30 s >= 60 s write
+    assert cost.rework_fraction(aws_spot, 1800) == pytest.approx(0.2 * 300 / 3600)
+    slow = CostModel(CostParams(spot_interruptions_per_hour=0.2, restart_overhead_s=300, checkpoint_write_s=150))
+    assert cost.rework_fraction(SPOT, 1800) == slow.rework_fraction(aws_spot, 1800) == pytest.approx(0.2 / 3)
+    # deadline risk: no exposure while the slack covers a changeover, the whole run once it does not
+    job = Demand("j", 8, NOW, 3_600, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(seconds=5_000))
+    assert cost.deadline_risk_usd(job, aws_spot, 1_000) == 0.0
+    assert cost.deadline_risk_usd(job, aws_spot, 400) == pytest.approx(500 * (1 - math.exp(-0.2)))
