@@ -3,8 +3,9 @@
 - reserved-only: never bursts (the cost floor and the wait ceiling).
 - on-demand (cluster-autoscaler): any job that cannot start now bursts to the cheapest on-demand
   offering; idle nodes go after 10 min.
-- greedy-spot (SkyPilot managed jobs): cheapest spot across clouds, relaunched in the next cheapest
-  place on preemption; on-demand only when no spot exists; idle 10 min.
+- greedy-spot (SkyPilot managed jobs): cheapest listed spot price across clouds (no rework
+  estimate), relaunched in the next cheapest place on preemption; on-demand only when no spot
+  exists; idle 10 min.
 - uniform-progress (Can't Be Late, NSDI'24, per job): burst what cannot start now; spot while the
   deadline slack covers a changeover, else on-demand; idle 5 min.
 - compute-wait (Starburst-like): wait up to 900 s per GPU-hour of the job's compute, then burst to
@@ -74,7 +75,8 @@ class GreedySpotPolicy(BaselinePolicy):
     """Like SkyPilot managed jobs: cheapest spot anywhere, on-demand only when no spot exists."""
 
     name = "greedy-spot"
-    burst_params = BurstParams(market_order=(SPOT_ONLY, ON_DEMAND_ONLY), **_NOW)  # type: ignore[arg-type]
+    burst_params = BurstParams(market_order=(SPOT_ONLY, ON_DEMAND_ONLY), by_price=True,
+                               **_NOW)  # type: ignore[arg-type]
     reclaim_params = ReclaimParams(idle_ttl_s=600.0, move_back=False)
 
 

@@ -41,6 +41,8 @@ class BurstParams:
     # spot qualifies for a deadline job only if its slack also covers the expected rework
     # (False: classic Uniform Progress, slack vs changeover + margin only)
     rework_aware: bool = True
+    # rank offerings by listed price alone (a price-greedy baseline), not by expected cost
+    by_price: bool = False
     # burst a deadline job when waiting would leave less than deadline_margin_s of slack
     deadline_trigger: bool = True
 
@@ -88,7 +90,7 @@ def wait_budget_s(job: Demand, params: BurstParams) -> float:
 def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, book: OfferBook) -> Offering | None:
     """The offering a job would burst to under these params (None: nothing launchable)."""
     for markets in params.market_order:
-        offering = book.best(job, markets)
+        offering = book.best(job, markets, by_price=params.by_price)
         if offering is not None:
             return offering
     if params.market_order:

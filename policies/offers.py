@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from burster.model import Demand, Market, Offering, Snapshot
 from policies.cost import CostModel
 
-ShapeKey = tuple[str, int, int, float, frozenset[Market]]
+ShapeKey = tuple[str, int, int, float, frozenset[Market], bool]
 ANY = frozenset({Market.SPOT, Market.ON_DEMAND})
 SPOT_ONLY = frozenset({Market.SPOT})
 ON_DEMAND_ONLY = frozenset({Market.ON_DEMAND})
@@ -51,10 +51,10 @@ class OfferBook:
     def _candidates(self, gpu_model: str) -> Iterable[Offering]:
         return self._by_model.get(gpu_model, ()) if gpu_model else self.offerings
 
-    def best(self, job: Demand, markets: frozenset[Market] = ANY,
-             ) -> Offering | None:
-        """The offering in ``markets`` with the lowest expected hourly cost for the job's gang shape."""
-        key = (job.gpu_model, job.nodes, job.gpus_per_node, job.checkpoint_interval_s, markets)
+    def best(self, job: Demand, markets: frozenset[Market] = ANY, *, by_price: bool = False) -> Offering | None:
+        """The offering in ``markets`` with the lowest expected hourly cost for the job's gang shape
+        (``by_price``: the lowest listed price, rework ignored, as a price-greedy scheduler picks)."""
+        key = (job.gpu_model, job.nodes, job.gpus_per_node, job.checkpoint_interval_s, markets, by_price)
         if key in self._best:
             return self._best[key]
         best: Offering | None = None
@@ -62,7 +62,7 @@ class OfferBook:
         for o in self._candidates(job.gpu_model):
             if o.market not in markets:
                 continue
-            rate = self._rate(job, o)
+            rate = self.cost.nodes_for(job, o) * o.price_per_hour_usd if by_price else self._rate(job, o)
             if best is None or rate < best_rate or (rate == best_rate and o.key < best.key):
                 best, best_rate = o, rate
         self._best[key] = best
@@ -97,7 +97,7 @@ class OfferBook:
     def _spot_rank(self, job: Demand) -> tuple[list[Offering], list[float]]:
         """Spot offerings for the job's shape by effective rate, and minus the running minimum of their
         rework fractions (non-decreasing, so it can be bisected)."""
-        key = (job.gpu_model, job.nodes, job.gpus_per_node, job.checkpoint_interval_s, SPOT_ONLY)
+        key = (job.gpu_model, job.nodes, job.gpus_per_node, job.checkpoint_interval_s, SPOT_ONLY, False)
         hit = self._spot_ranks.get(key)
         if hit is None:
             spots = sorted((o for o in self._candidates(job.gpu_model) if o.market is Market.SPOT),

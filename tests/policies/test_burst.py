@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNode, Snapshot
+from burster.plan import Launch
 from policies.burst import BurstParams, burst, spot_slack_s
 from policies.cost import CostModel, CostParams
 
@@ -148,3 +149,20 @@ def test_a_stuck_deadline_job_wakes_the_simulation_when_its_margin_runs_out() ->
     assert burst(fragmented(job), COST, PARAMS, wakes=wakes) == []
     # slack 2000 - 180 = 1820 s; it bursts once slack - a scheduler cycle (60 s) < margin 900 s
     assert NOW + timedelta(seconds=1_820 - 60 - 900) in wakes
+
+
+def test_greedy_spot_takes_the_lowest_listed_price_and_burster_the_lowest_expected_cost() -> None:
+    from policies.baselines import GreedySpotPolicy
+
+    job = Demand("be", 1, NOW, 7_200, gpu_model="V100")
+    snap = snapshot(job, busy_for_s=100_000)
+    snap = Snapshot(NOW, snap.pending, snap.running, snap.pool_nodes, (), (RISKY, SAFE, OD))
+    # RISKY lists $0.40/h vs SAFE $0.80/h, but loses 2/h x 1200 s: $0.67/h expected, still cheaper
+    (launch,) = GreedySpotPolicy(RATES).decide(snap).actions
+    assert isinstance(launch, Launch) and launch.offering == RISKY
+    pricier = CostModel(replace(RATES.p, interruption_rates={RISKY.key: 4.0, SAFE.key: 0.02}))
+    # at 4/h RISKY's expected $0.93/h passes SAFE's $0.81/h: greedy keeps the listed price
+    (launch,) = GreedySpotPolicy(pricier).decide(snap).actions
+    assert isinstance(launch, Launch) and launch.offering == RISKY
+    (launch,) = burst(snap, pricier, PARAMS)
+    assert launch.offering == SAFE
