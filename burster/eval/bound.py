@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from burster.eval.clairvoyant import clairvoyant_usd
 from burster.eval.dual import lagrangian_usd
-from burster.eval.fluid import build_fluid
+from burster.eval.fluid import Fluid, build_fluid
 from burster.eval.groups import cloud_only_usd, group_jobs, plan_lp
 from burster.eval.instance import Instance
 from burster.eval.lp import solve_reserved_lp
 from burster.eval.pairs import make_pairs
+from burster.eval.runs import run_bound
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,9 @@ class LowerBound:
     usd: float  # certified: L(lam) at the LP's duals (weak duality), whatever the solver did
     status: str  # "optimal", or why the LP's prices may not be optimal
     block_slots: int  # slots per reserved-capacity row of the LP (1: the exact per-slot model)
-    lp_usd: float | None  # the LP's own optimum when it was built on the exact groups, else None
+    lp_usd: float | None  # the fluid LP's own optimum when it was built on the exact groups, else None
+    fluid_usd: float = 0.0  # the fluid model's certified bound
+    runs_usd: float | None = None  # the reserved-run bound (``runs.py``), None when not computed
 
 
 def lower_bound_usd(instance: Instance, *, block_slots: int | None = None) -> tuple[float, str]:
@@ -59,17 +62,30 @@ def lower_bound_usd(instance: Instance, *, block_slots: int | None = None) -> tu
     return b.usd, b.status
 
 
-def lower_bound(instance: Instance, *, block_slots: int | None = None) -> LowerBound:
-    """The lower bound with how it was obtained (``block_slots``: force the LP's block size)."""
+def lower_bound(instance: Instance, *, block_slots: int | None = None, reserved_runs: bool = True) -> LowerBound:
+    """The better of the fluid bound and the reserved-run bound (``runs.py``), with how it was obtained
+    (``block_slots``: force the fluid LP's block size; ``reserved_runs=False``: the fluid bound only)."""
+    fl, f, shared, base = _fluid_bound(instance, block_slots)
+    if not reserved_runs or not shared.any() or fl.status.startswith("infeasible"):
+        return fl
+    rb = run_bound(instance, f, shared)
+    if not np.isfinite(rb.usd) or base + rb.usd <= fl.usd:
+        return replace(fl, runs_usd=None if not np.isfinite(rb.usd) else base + rb.usd)
+    return replace(fl, usd=base + rb.usd, status=f"{rb.status} (reserved-run bound, blocks of {rb.block_slots})",
+                   runs_usd=base + rb.usd)
+
+
+def _fluid_bound(instance: Instance, block_slots: int | None) -> tuple[LowerBound, Fluid, np.ndarray, float]:
     f = build_fluid(instance)
     g = group_jobs(f)
     shared = g.eligible & (f.reserved_gpu_h > 0)
     base, ok = cloud_only_usd(f, g, ~shared)
+    job_shared = f.eligible & (f.reserved_gpu_h > 0)
     if not ok:
         return LowerBound(0.0, "infeasible: a job whose GPU model has no cloud offering cannot use the "
-                               "reserved pool", 1, None)
+                               "reserved pool", 1, None), f, job_shared, base
     if not shared.any():
-        return LowerBound(base, "optimal", 1, base)
+        return LowerBound(base, "optimal", 1, base, base), f, job_shared, base
     exact = g.subset(shared)
     k, lp_groups = plan_lp(exact, f.slots) if block_slots is None else (block_slots, exact)
     lp_pairs = make_pairs(lp_groups.first, lp_groups.last, lp_groups.shape, f.price, k)
@@ -77,10 +93,11 @@ def lower_bound(instance: Instance, *, block_slots: int | None = None) -> LowerB
     pairs = lp_pairs if lp_groups is exact else make_pairs(exact.first, exact.last, exact.shape, f.price, k)
     value = lagrangian_usd(pairs, exact.work_gpu_h, exact.cap_gpu_h, lp.reserved_price, f.reserved_gpu_h, f.slots)
     if not np.isfinite(value):
-        return LowerBound(0.0, "infeasible: some job cannot finish within its window", k, None)
+        return LowerBound(0.0, "infeasible: some job cannot finish within its window", k, None), f, job_shared, base
     status = lp.status if lp_groups is exact else f"{lp.status} (prices from a coarser LP)"
     lp_usd = base + lp.value if lp_groups is exact and lp.status == "optimal" else None
-    return LowerBound(max(base + value, 0.0), status, k, lp_usd)
+    usd = max(base + value, 0.0)
+    return LowerBound(usd, status, k, lp_usd, usd), f, job_shared, base
 
 
 def bracket(instance: Instance, *, block_slots: int | None = None) -> Bracket:

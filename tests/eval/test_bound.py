@@ -14,7 +14,7 @@ from burster.billing import billing_rule
 from burster.catalog import load_catalog
 from burster.config import parse_config
 from burster.errors import InputError
-from burster.eval.bound import bracket, lower_bound_usd
+from burster.eval.bound import bracket, lower_bound, lower_bound_usd
 from burster.eval.clairvoyant import schedule
 from burster.eval.fluid import slot_up_mask
 from burster.eval.instance import build_instance, default_wait_budget_s, with_budgets
@@ -157,6 +157,7 @@ long_jobs = st.lists(st.tuples(st.integers(0, 180), st.sampled_from([1, 2]), st.
        data=st.just([1]) | st.lists(st.sampled_from([0, 1, 1, 1]), min_size=2, max_size=12))
 @example(specs=[(0, 2, 180), (10, 1, 120)], pool_nodes=0, spot=0.3, data=[1])  # spot-only policies are cheap
 @example(specs=[(0, 2, 120), (0, 2, 90), (30, 1, 60)], pool_nodes=1, spot=0.3, data=[1, 1, 0, 1])
+@example(specs=[(0, 1, 180), (0, 2, 120), (20, 2, 60), (40, 1, 90)], pool_nodes=1, spot=None, data=[1])  # pool overrun
 def test_lower_bound_is_below_every_simulated_policy(tmp_path_factory: pytest.TempPathFactory,
                                                      specs: list[tuple[int, int, int]], pool_nodes: int,
                                                      spot: float | None, data: list[int]) -> None:
@@ -178,5 +179,45 @@ def test_lower_bound_is_below_every_simulated_policy(tmp_path_factory: pytest.Te
         inst = build_instance(done, start=START, pool_gpus=2 * pool_nodes, pool_model="V100",
                               offerings=offerings, series=series_, wait_budget=lambda d, b=budgets: b[d.job_id])
         lower, status = lower_bound_usd(inst)
-        assert status == "optimal"
+        assert status.startswith("optimal")
         assert lower <= usd + 1e-6, f"{policy}: bound {lower} above its cost {usd}"
+
+
+def test_reserved_run_cut_by_hand() -> None:
+    """One reserved GPU, on-demand $2/GPU-h. A: 2 h from 0, budget 30 min; B: 1 h from 1 h, budget 10 min.
+
+    Fluid: 3 GPU-h of work, 2.5 h of the GPU in [0, 2.5 h]: $1 (A pauses while B runs). Reserved runs do
+    not pause: A's run covers [1 h, 2 h] whatever its start (<= 30 min), so B's run starts at 2 h at the
+    earliest and must end by 2 h 10 min: 50 min of B on the cloud, $5/3; every other plan costs more
+    (B all cloud $2, B first then A needs 1.5 h of cloud, $3).
+    """
+    inst = with_budgets(instance([job("a", 0, 1, 7200), job("b", 3600, 1, 3600)], [OD], pool_gpus=1),
+                        {"a": 1800, "b": 600})
+    fluid = lower_bound(inst, reserved_runs=False)
+    assert fluid.usd == pytest.approx(1.0)
+    low = lower_bound(inst)
+    assert low.usd == pytest.approx(5 / 3) and low.fluid_usd == pytest.approx(1.0)
+    assert "reserved-run" in low.status
+    # the clairvoyant never moves a job from the cloud to the pool: B all on the cloud
+    assert bracket(inst).upper_usd == pytest.approx(2.0)
+
+
+def test_bound_is_positive_when_the_pool_cannot_absorb_demand() -> None:
+    """Three 2-GPU 4 h jobs at once, 1 h budgets, a 2-GPU pool: at most one runs there within its window."""
+    inst = instance([job(f"j{i}", 0, 2, 4 * 3600) for i in range(3)], [OD], pool_gpus=2, budget_s=3600)
+    low = lower_bound(inst)
+    # reserved runs cannot overlap and each lasts until its job's end: one job on the pool, the 2nd can
+    # only start there after the 1st ends (>= 4 h) and must end by 5 h: >= 3 h of its 4 h on the cloud
+    assert low.usd >= 2.0 * 2 * (4 + 3) - 1e-6
+    assert low.usd <= bracket(inst).upper_usd + 1e-9
+    assert lower_bound(inst, reserved_runs=False).usd > 0
+
+
+def test_reserved_run_bound_is_skipped_past_its_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import burster.eval.runs as runs
+
+    inst = with_budgets(instance([job("a", 0, 1, 7200), job("b", 3600, 1, 3600)], [OD], pool_gpus=1),
+                        {"a": 1800, "b": 600})
+    monkeypatch.setattr(runs, "MAX_CANDIDATES", 1)
+    low = lower_bound(inst)
+    assert low.usd == pytest.approx(1.0) and low.runs_usd is None and low.status == "optimal"

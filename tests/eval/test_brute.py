@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from burster.eval.bound import lower_bound, lower_bound_usd
-from burster.eval.brute import brute_force_usd
+from burster.eval.brute import brute_force_runs_usd, brute_force_usd
 from burster.eval.instance import with_budgets
 from burster.model import Market
 from tests.eval.helpers import instance, job, offering, series
@@ -21,6 +21,10 @@ def test_brute_force_by_hand() -> None:
     inst = instance([job("a", 0, 1, 1200), job("b", 0, 1, 1200)], [offering(Market.ON_DEMAND, 2.0)],
                     pool_gpus=1, slot_s=SLOT_S, budget_s=600)
     assert brute_force_usd(inst, UNIT) == pytest.approx(2.0 * UNIT)
+    assert lower_bound(inst, reserved_runs=False).usd == pytest.approx(2.0 * UNIT)
+    # reserved runs do not pause: one job runs 0-20 min on the GPU, the other starts there at 20 min
+    # and must end by 30 min: 10 of its 20 min on the cloud, the same $ as the fluid model here
+    assert brute_force_runs_usd(inst, 300.0) == pytest.approx(2.0 * UNIT)
     assert lower_bound_usd(inst)[0] == pytest.approx(2.0 * UNIT)
 
 
@@ -57,9 +61,15 @@ def test_lp_equals_brute_force(jobs: list[tuple[int, int, int, int]], pool: int,
     inst = with_budgets(instance(demands, offers, pool_gpus=pool, spot=[series(data, SLOT_S)], slot_s=SLOT_S),
                         budgets)
     assert inst.slots <= 6
-    lower, status = lower_bound_usd(inst)
+    fluid = lower_bound(inst, reserved_runs=False)
     exact = brute_force_usd(inst, UNIT)
-    assert status == "optimal"
-    assert lower == pytest.approx(exact, rel=1e-6, abs=1e-9)
-    lp_usd = lower_bound(inst).lp_usd  # the LP's own optimum, not only the certified dual value
-    assert lp_usd is not None and lp_usd == pytest.approx(exact, rel=1e-6, abs=1e-9)
+    assert fluid.status == "optimal"
+    assert fluid.usd == pytest.approx(exact, rel=1e-6, abs=1e-9)
+    # the LP's own optimum, not only the certified dual value
+    assert fluid.lp_usd is not None and fluid.lp_usd == pytest.approx(exact, rel=1e-6, abs=1e-9)
+    # the reported bound: the better of the fluid and reserved-run bounds; the latter below the
+    # reserved-run model's optimum (starts on the data's 300 s grid)
+    low = lower_bound(inst)
+    assert low.usd >= fluid.usd - 1e-9
+    if low.runs_usd is not None:
+        assert low.runs_usd <= brute_force_runs_usd(inst, 300.0) + 1e-6 * max(1.0, low.usd)

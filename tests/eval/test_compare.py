@@ -85,7 +85,7 @@ def test_suite_runs_every_arm_with_the_bracket_attached(tiny_suite: tuple[list[S
     assert [r["policy"] for r in recs] == ["burster", "on-demand", "greedy-spot"]
     assert settings[0].jobs == 14 and settings[0].pool_gpus == 8
     for r in recs:
-        assert set(RECORD_KEYS) <= r.keys() and r["bound_status"] == "optimal"
+        assert set(RECORD_KEYS) <= r.keys() and r["bound_status"].startswith("optimal")
         assert r["lower_bound_usd"] <= r["upper_bound_usd"]  # type: ignore[operator]
         assert r["window"] == "day 0 + 6 h"
     json.dumps(recs)  # plain JSON, no timeline in the records
