@@ -19,6 +19,9 @@ _FORWARD = (NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeSta
 class NodeBook:
     def __init__(self, state: MemoryState) -> None:
         self.state = state
+        self._running: Sequence[Placement] | None = None  # the last pool placements seen ...
+        self._job_of: dict[str, str] = {}  # ... and the job on each of their cloud nodes
+        self._views: dict[str, tuple[NodeRecord, str | None, Node]] = {}  # last snapshot's Node per id
 
     def adopt(self, nodes: Iterable[Node], launch: Launch | None, now: datetime) -> None:
         """Record nodes a launch returned (or that a listing found, after a crash)."""
@@ -40,7 +43,7 @@ class NodeBook:
     def follow(self, node_id: str, cloud_state: NodeState) -> None:
         """Move a record forward to the state its cloud reports (LAUNCHING/READY)."""
         rec = self.state.nodes[node_id]
-        if cloud_state not in _FORWARD or rec.state not in _FORWARD:
+        if rec.state is cloud_state or cloud_state not in _FORWARD or rec.state not in _FORWARD:
             return
         target = _FORWARD.index(cloud_state)
         for step in _FORWARD[_FORWARD.index(rec.state) + 1: target + 1]:
@@ -69,8 +72,10 @@ class NodeBook:
                     self.ended(n.node_id, n.ended_at or now, charge)
                 else:
                     self.follow(n.node_id, n.state)
-            for rec in self.state.live():
-                if rec.provider == provider and rec.node_id not in seen and provider not in degraded:
+            if provider in degraded:
+                continue
+            for rec in self.state.live_of(provider):
+                if rec.node_id not in seen:
                     self.ended(rec.node_id, now, charge)  # gone: preempted or removed outside us
 
     def ended(self, node_id: str, now: datetime, charge: Callable[[str, datetime], None]) -> None:
@@ -86,26 +91,41 @@ class NodeBook:
         self.state.tickets.pop(node_id, None)
 
     def snapshot_nodes(self, now: datetime, running: Sequence[Placement]) -> tuple[Node, ...]:
-        job_of = {node_id: p.job.job_id for p in running if p.on_cloud for node_id in p.node_ids}
+        """Live nodes as the policy sees them, by id; a Node is reused while its record and job hold."""
+        if running is not self._running:
+            self._running = running
+            self._job_of = {node_id: p.job.job_id for p in running if p.on_cloud for node_id in p.node_ids}
+        job_of, views, nodes = self._job_of, self._views, self.state.nodes
+        self._views = fresh = {}
         out = []
         for rec in self.state.live():
-            job = job_of.get(rec.node_id)
+            node_id = rec.node_id
+            job = job_of.get(node_id)
             if job is None and rec.idle_since is None and rec.state is NodeState.READY:
-                self.state.update(rec.node_id, idle_since=now)
+                self.state.update(node_id, idle_since=now)
+                rec = nodes[node_id]
             elif job is not None and rec.idle_since is not None:
-                self.state.update(rec.node_id, idle_since=None)
-            rec = self.state.nodes[rec.node_id]
-            for_job = rec.for_job
-            if for_job is not None and job is not None and job != for_job:
-                for_job = None
-            out.append(Node(rec.node_id, rec.offering, rec.state, rec.launched_at, rec.request_id,
-                            job_id=job, for_job=for_job, idle_since=rec.idle_since, team=rec.team))
-        out.sort(key=lambda n: n.node_id)
+                self.state.update(node_id, idle_since=None)
+                rec = nodes[node_id]
+            view = views.get(node_id)
+            if view is None or view[0] is not rec or view[1] != job:
+                for_job = rec.for_job
+                if for_job is not None and job is not None and job != for_job:
+                    for_job = None
+                view = (rec, job, Node(node_id, rec.offering, rec.state, rec.launched_at, rec.request_id,
+                                       job_id=job, for_job=for_job, idle_since=rec.idle_since, team=rec.team))
+            fresh[node_id] = view
+            out.append(view[2])
+        out.sort(key=_node_id)
         return tuple(out)
 
-    def accrued_usd(self, rec: NodeRecord, now: datetime) -> float:
-        run_s = (now - rec.launched_at).total_seconds()
-        return rec.offering.price_per_hour_usd * billing_rule(rec.provider).billed_s(run_s) / 3600.0
+    def accrued_usd_all(self, now: datetime) -> list[tuple[str, float]]:
+        """(team, USD billed so far) of every live node, in launch order."""
+        out = []
+        for rec in self.state.live():
+            billed_s = billing_rule(rec.provider).billed_s((now - rec.launched_at).total_seconds())
+            out.append((rec.team, rec.offering.price_per_hour_usd * billed_s / 3600.0))
+        return out
 
     def ledger_entry(self, node_id: str, end: datetime) -> LedgerEntry:
         rec = self.state.nodes[node_id]
@@ -116,3 +136,8 @@ class NodeBook:
         return LedgerEntry(node_id, rec.provider, o.market.value, o.instance_type, o.region, rec.team,
                            rec.project, rec.sprint, rec.reason, rec.launched_at, end, billed,
                            usd.quantize(Decimal("0.000001")))
+
+
+def _node_id(node: Node) -> str:
+    return node.node_id
+

@@ -129,10 +129,9 @@ class Reconciler:
         st = self.state
         by_team = dict(st.spent_by_team)
         total = st.spent_usd
-        for rec in st.live():
-            usd = self.nodes.accrued_usd(rec, now)
+        for team, usd in self.nodes.accrued_usd_all(now):
             total += usd
-            by_team[rec.team] = by_team.get(rec.team, 0.0) + usd
+            by_team[team] = by_team.get(team, 0.0) + usd
         minute_ago = now - timedelta(seconds=60)
         st.launch_times = [t for t in st.launch_times if t > minute_ago]
         return Spend(total, tuple(sorted(by_team.items())), len(st.launch_times))

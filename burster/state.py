@@ -66,6 +66,7 @@ class MemoryState:
     spent_usd: float = 0.0
     spent_by_team: dict[str, float] = field(default_factory=dict)
     _live: dict[str, None] = field(default_factory=dict)  # ids of live nodes, in launch order
+    _live_by_provider: dict[str, dict[str, None]] = field(default_factory=dict)  # the same, per provider
 
     # --- intents & nodes -----------------------------------------------------------------------
     def put_intent(self, launch: Launch) -> None:
@@ -78,6 +79,7 @@ class MemoryState:
         if rec.node_id not in self.nodes:
             self.nodes[rec.node_id] = rec
             self._live[rec.node_id] = None
+            self._live_by_provider.setdefault(rec.provider, {})[rec.node_id] = None
 
     def move(self, node_id: str, state: NodeState, **changes: object) -> NodeRecord:
         """Change a node's lifecycle state through the table (raises on an illegal move)."""
@@ -88,6 +90,7 @@ class MemoryState:
         self.nodes[node_id] = rec
         if state in (NodeState.TERMINATED, NodeState.FAILED):
             self._live.pop(node_id, None)
+            self._live_by_provider.get(rec.provider, {}).pop(node_id, None)
         return rec
 
     def update(self, node_id: str, **changes: object) -> None:
@@ -95,6 +98,13 @@ class MemoryState:
 
     def live(self) -> list[NodeRecord]:
         return [self.nodes[i] for i in self._live]
+
+    def live_of(self, provider: str) -> list[NodeRecord]:
+        """Live nodes of one provider, in launch order."""
+        return [self.nodes[i] for i in self._live_by_provider.get(provider, ())]
+
+    def has_live(self) -> bool:
+        return bool(self._live)
 
     # --- money ---------------------------------------------------------------------------------
     def charge(self, entry: LedgerEntry) -> None:

@@ -42,14 +42,14 @@ def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float
     while t <= end:
         world.advance_to(t)
         report: PassReport | None = None
-        if not (world.quiet and not reconciler.state.live()):
+        if not (world.quiet and not reconciler.state.has_live()):
             report = reconciler.run_once()
             passes += 1
             if on_pass is not None:
                 on_pass(report)
         if on_progress is not None:
             on_progress(t)
-        if world.finished and not reconciler.state.live():
+        if world.finished and not reconciler.state.has_live():
             break
         t_next = t + step
         wake = _wake(world, reconciler, report, t) if skip else None
