@@ -15,6 +15,7 @@ class OnPremNodes:
         # buckets[f] = indices of nodes with exactly f free GPUs
         self.buckets: list[set[int]] = [set() for _ in range(gpus_per_node + 1)]
         self.buckets[gpus_per_node] = set(range(nodes))
+        self._views = [PoolNode(self.node_id(i), gpu_model, gpus_per_node, gpus_per_node) for i in range(nodes)]
 
     def node_id(self, index: int) -> str:
         return f"onprem-{index:04d}"
@@ -59,6 +60,7 @@ class OnPremNodes:
         self.free_total += value - self.free[i]
         self.free[i] = value
         self.buckets[value].add(i)
+        self._views[i] = PoolNode(self._views[i].node_id, self.model, self.size, value)
 
     def pool_nodes(self) -> tuple[PoolNode, ...]:
-        return tuple(PoolNode(self.node_id(i), self.model, self.size, f) for i, f in enumerate(self.free))
+        return tuple(self._views)

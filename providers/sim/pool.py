@@ -8,6 +8,7 @@ periodic checkpoint; a requested checkpoint saves everything done up to the requ
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -38,6 +39,8 @@ class _Run:
     onprem_slots: tuple[tuple[int, int], ...]  # (node index, gpus)
     checkpoint_at: datetime | None = None  # a requested checkpoint's instant
     checkpoint_done: bool = False
+    ends_ts: float = 0.0  # expected end (POSIX): start + remaining work at start
+    placement: Placement | None = None  # the last one handed out, reused while market and price hold
 
 
 class SimPool:
@@ -53,6 +56,7 @@ class SimPool:
         self.burst: dict[str, _Burst] = {}
         self.metrics = PoolMetrics(nodes * gpus_per_node)
         self._cache: dict[str, tuple[object, ...]] = {}
+        self._ends: list[tuple[float, int]] = []  # (ends_ts, gpus) of on-prem runs, sorted
 
     # --- Pool protocol -------------------------------------------------------------------------
     def pending(self) -> Sequence[Demand]:
@@ -62,9 +66,7 @@ class SimPool:
 
     def running(self) -> Sequence[Placement]:
         if "running" not in self._cache:
-            self._cache["running"] = tuple(
-                Placement(r.job, r.node_ids, r.started_at, r.on_cloud, self._market(r), self._price(r))
-                for r in self.runs.values())
+            self._cache["running"] = tuple(self._placement(r) for r in self.runs.values())
         return self._cache["running"]  # type: ignore[return-value]
 
     def nodes(self) -> Sequence[PoolNode]:
@@ -131,9 +133,13 @@ class SimPool:
         self._start_on_idle_burst(now)
 
     def _start_on_burst_nodes(self, now: datetime, booting: set[str | None]) -> None:
+        nodes_for: dict[str | None, list[_Burst]] = {}
+        for b in self.burst.values():
+            if not b.draining:
+                nodes_for.setdefault(b.for_job, []).append(b)
         for job_id in [j for j in self.queue if j in booting]:
             job = self.queue[job_id]
-            mine = [b for b in self.burst.values() if b.for_job == job_id and not b.draining]
+            mine = nodes_for.get(job_id, [])
             if mine and all(b.joined and b.job_id is None for b in mine):
                 self._start(job, now, tuple(sorted(b.node_id for b in mine)), ())
 
@@ -167,9 +173,7 @@ class SimPool:
         if not self.onprem.can_ever_fit(head):
             return math.inf, float(self.onprem.free_total)
         free = self.onprem.free_total
-        ends = sorted((r.started_at.timestamp() + r.job.remaining_s, r.job.gpus)
-                      for r in self.runs.values() if r.onprem_slots)
-        for t, g in ends:
+        for t, g in self._ends:
             free += g
             if free >= head.gpus:
                 return t, float(free - head.gpus)
@@ -193,8 +197,10 @@ class SimPool:
             self.burst[node_id].job_id = job.job_id
         self.onprem.take(slots)
         node_ids = burst_ids or tuple(self.onprem.node_id(i) for i, _ in slots)
-        run = _Run(job, node_ids, now, bool(burst_ids), slots)
+        run = _Run(job, node_ids, now, bool(burst_ids), slots, ends_ts=now.timestamp() + job.remaining_s)
         self.runs[job.job_id] = run
+        if slots:
+            bisect.insort(self._ends, (run.ends_ts, job.gpus))
         self.metrics.started(job, now, on_cloud=bool(burst_ids))
         self.events.at(now + timedelta(seconds=job.remaining_s), lambda t: self._finish(job.job_id, run))
         self._dirty()
@@ -228,6 +234,8 @@ class SimPool:
     def _release(self, run: _Run) -> None:
         del self.runs[run.job.job_id]
         self.onprem.give(run.onprem_slots)
+        if run.onprem_slots:
+            del self._ends[bisect.bisect_left(self._ends, (run.ends_ts, run.job.gpus))]
         for node_id in run.node_ids:
             b = self.burst.get(node_id)
             if b is not None and b.job_id == run.job.job_id:
@@ -246,6 +254,14 @@ class SimPool:
 
     def _busy_onprem(self) -> int:
         return self.onprem.capacity - self.onprem.free_total
+
+    def _placement(self, run: _Run) -> Placement:
+        market, price = self._market(run), self._price(run)
+        p = run.placement
+        if p is None or p.market is not market or p.price_per_hour_usd != price \
+                or type(p.price_per_hour_usd) is not type(price):
+            p = run.placement = Placement(run.job, run.node_ids, run.started_at, run.on_cloud, market, price)
+        return p
 
     def _market(self, run: _Run) -> Market:
         if not run.on_cloud:
