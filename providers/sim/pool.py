@@ -57,6 +57,7 @@ class SimPool:
         self.metrics = PoolMetrics(nodes * gpus_per_node)
         self._cache: dict[str, tuple[object, ...]] = {}
         self._ends: list[tuple[float, int]] = []  # (ends_ts, gpus) of on-prem runs, sorted
+        self._changed = True  # queue, runs or burst nodes changed since the last schedule()
 
     # --- Pool protocol -------------------------------------------------------------------------
     def pending(self) -> Sequence[Demand]:
@@ -124,9 +125,12 @@ class SimPool:
 
     # --- scheduling ----------------------------------------------------------------------------
     def schedule(self, now: datetime) -> None:
+        """Start what can start. A call with no change since the last one that started nothing is
+        skipped: waiting longer only tightens the backfill test, so it would start nothing either."""
         self.metrics.advance(now)
-        if not self.queue:
+        if not self.queue or not self._changed:
             return
+        self._changed = False
         booting: set[str | None] = {b.for_job for b in self.burst.values() if b.for_job and not b.draining}
         self._start_on_burst_nodes(now, booting)
         self._start_on_reserved(now, booting)
@@ -256,8 +260,10 @@ class SimPool:
         return self.onprem.capacity - self.onprem.free_total
 
     def _placement(self, run: _Run) -> Placement:
-        market, price = self._market(run), self._price(run)
         p = run.placement
+        if p is not None and not run.on_cloud:
+            return p  # reserved, no cloud price: fixed for the run's life
+        market, price = self._market(run), self._price(run)
         if p is None or p.market is not market or p.price_per_hour_usd != price \
                 or type(p.price_per_hour_usd) is not type(price):
             p = run.placement = Placement(run.job, run.node_ids, run.started_at, run.on_cloud, market, price)
@@ -273,5 +279,6 @@ class SimPool:
         return sum(self.burst[n].offering.price_per_hour_usd for n in run.node_ids if n in self.burst)
 
     def _dirty(self) -> None:
+        self._changed = True
         self._cache.clear()
         self.metrics.set_busy(self._busy_onprem())
