@@ -110,14 +110,15 @@ class Demand:
     done_s: float = 0.0  # work already saved by checkpoints (a requeued job keeps it)
     attempt: int = 0  # times the job was requeued (preempted, reclaimed); part of request ids
     queued_at: datetime | None = None  # when it last entered the queue (None: at submission)
+    # derived, computed once (policies read them in their hot loops)
+    remaining_s: float = field(init=False, repr=False, compare=False, default=0.0)  # work left
+    gpus_per_node: int = field(init=False, repr=False, compare=False, default=0)  # GPUs per gang member
 
-    @property
-    def remaining_s(self) -> float:
-        return max(self.est_runtime_s - self.done_s, 0.0)
-
-    @property
-    def gpus_per_node(self) -> int:
-        return -(-self.gpus // self.nodes)
+    def __post_init__(self) -> None:
+        if self.nodes < 1:
+            raise ValueError(f"job {self.job_id}: nodes is {self.nodes}; a job needs at least one node")
+        object.__setattr__(self, "remaining_s", max(self.est_runtime_s - self.done_s, 0.0))
+        object.__setattr__(self, "gpus_per_node", -(-self.gpus // self.nodes))
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +135,7 @@ class Placement:
     ends_at_ts: float = field(init=False, repr=False, compare=False, default=0.0)
 
     def __post_init__(self) -> None:
-        ends = self.started_at.timestamp() + max(self.job.est_runtime_s - self.job.done_s, 0.0)
+        ends = self.started_at.timestamp() + self.job.remaining_s
         object.__setattr__(self, "ends_at_ts", ends)
 
     def done_s(self, now: datetime) -> float:

@@ -61,16 +61,18 @@ class NodeBook:
     def sync(self, now: datetime, listed: Mapping[str, Sequence[Node]], degraded: set[str],
              charge: Callable[[str, datetime], None]) -> None:
         """Merge provider listings: adopt unknown tagged nodes, follow states, end vanished ones."""
+        records = self.state.nodes
         for provider, nodes in listed.items():
             seen = set()
             for n in nodes:
                 seen.add(n.node_id)
-                if n.node_id not in self.state.nodes:
+                rec = records.get(n.node_id)
+                if rec is None:
                     intent = self.state.intents.get(n.request_id)
                     self.adopt([n], intent, now)
                 elif n.state in (NodeState.TERMINATED, NodeState.FAILED):
                     self.ended(n.node_id, n.ended_at or now, charge)
-                else:
+                elif rec.state is not n.state:
                     self.follow(n.node_id, n.state)
             if provider in degraded:
                 continue
