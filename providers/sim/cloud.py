@@ -54,14 +54,18 @@ class SimCloudProvider:
 
     # --- CloudProvider -------------------------------------------------------------------------
     def offerings(self) -> Sequence[Offering]:
-        """Catalog offerings with spot availability at the current instant (cached per trace tick)."""
+        """Catalog offerings with spot availability at the current instant (cached per trace tick;
+        the same list object while no offering's availability changed)."""
         offset = self._offset(self._now())
         tick = tuple(int(offset // gap) for gap in self._gaps)
         if tick != self._tick:
             self._tick = tick
-            self._current = [
-                o if (s := self._series.get(o.key)) is None or s.available(offset) else self._unavailable[o.key]
-                for o in self._offerings]
+            up = {id(s): s.available(offset) for s in self._series.values() if s is not None}
+            current = [o if (s := self._series.get(o.key)) is None or up[id(s)] else self._unavailable[o.key]
+                       for o in self._offerings]
+            if len(current) != len(self._current) or any(
+                    a is not b for a, b in zip(current, self._current, strict=True)):
+                self._current = current
         return self._current
 
     def list_nodes(self) -> Sequence[Node]:
