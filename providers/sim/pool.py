@@ -106,16 +106,16 @@ class SimPool:
         self.metrics.advance(now)
         self.queue[job.job_id] = job
         self.metrics.submitted(job)
-        self._dirty()
+        self._dirty("pending")
 
     def expect(self, node_id: str, offering: Offering, for_job: str | None) -> None:
         self.burst[node_id] = _Burst(node_id, offering, for_job)
-        self._dirty()
+        self._dirty("running")
 
     def join(self, node_id: str) -> None:
         if node_id in self.burst:
             self.burst[node_id].joined = True
-            self._dirty()
+            self._changed = True  # no cached view changes, but schedule() may start its job
 
     def leave(self, node_id: str, *, preempted: bool) -> None:
         b = self.burst.pop(node_id, None)
@@ -278,7 +278,12 @@ class SimPool:
     def _price(self, run: _Run) -> float:
         return sum(self.burst[n].offering.price_per_hour_usd for n in run.node_ids if n in self.burst)
 
-    def _dirty(self) -> None:
+    def _dirty(self, *views: str) -> None:
+        """Something schedule() looks at changed; drop the cached ``views`` (all when none named)."""
         self._changed = True
-        self._cache.clear()
+        if views:
+            for view in views:
+                self._cache.pop(view, None)
+        else:
+            self._cache.clear()
         self.metrics.set_busy(self._busy_onprem())
