@@ -38,6 +38,8 @@ class SimCloudProvider:
         self._unavailable = {k: replace(o, available=False) for o in self._offerings
                              if (k := o.key) in self._series}
         self._gaps = sorted({s.gap_s for s in self._series.values() if s is not None})
+        self._distinct = list({id(s): s for s in self._series.values() if s is not None}.values())
+        self._up: tuple[bool, ...] | None = None  # availability of each distinct series at the last tick
         self._tick: tuple[int, ...] | None = None
         self._current: list[Offering] = []
         self._rng = random.Random(f"{seed}:{name}")
@@ -60,12 +62,12 @@ class SimCloudProvider:
         tick = tuple(int(offset // gap) for gap in self._gaps)
         if tick != self._tick:
             self._tick = tick
-            up = {id(s): s.available(offset) for s in self._series.values() if s is not None}
-            current = [o if (s := self._series.get(o.key)) is None or up[id(s)] else self._unavailable[o.key]
-                       for o in self._offerings]
-            if len(current) != len(self._current) or any(
-                    a is not b for a, b in zip(current, self._current, strict=True)):
-                self._current = current
+            up = tuple(s.available(offset) for s in self._distinct)
+            if up != self._up:
+                self._up = up
+                is_up = dict(zip(map(id, self._distinct), up, strict=True))
+                self._current = [o if (s := self._series.get(o.key)) is None or is_up[id(s)]
+                                 else self._unavailable[o.key] for o in self._offerings]
         return self._current
 
     def list_nodes(self) -> Sequence[Node]:
