@@ -11,6 +11,9 @@ With k = 1 this is exactly the per-slot fluid model; k > 1 only merges capacity 
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
 from dataclasses import dataclass
 
 import highspy
@@ -65,8 +68,27 @@ def _solve(cost: FloatArray, col_upper: FloatArray, row_lower: FloatArray, row_u
     lp.a_matrix_.start_ = start.astype(np.int32)
     lp.a_matrix_.index_ = index.astype(np.int32)
     lp.a_matrix_.value_ = np.ones(len(index))
-    h = highspy.Highs()  # type: ignore[no-untyped-call]
-    h.setOptionValue("output_flag", False)
+    h = quiet_highs()
     h.passModel(lp)
     h.run()
+    return h
+
+
+def quiet_highs() -> highspy.Highs:
+    """A HiGHS solver that prints nothing.
+
+    The first ``Highs()`` of a process writes a banner to the C-level stdout before any option can
+    be set, which would corrupt ``--json`` output; it is sent to the null device instead.
+    """
+    sys.stdout.flush()
+    saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        h = highspy.Highs()  # type: ignore[no-untyped-call]
+        ctypes.CDLL(None).fflush(None)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+    h.setOptionValue("output_flag", False)
     return h

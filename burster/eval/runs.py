@@ -36,6 +36,7 @@ import numpy as np
 
 from burster.eval.fluid import FloatArray, Fluid, IntArray
 from burster.eval.instance import Instance
+from burster.eval.lp import quiet_highs
 
 MAX_CANDIDATES = 2_000_000  # start candidates of L(lam) (about 0.3 s each): beyond, the bound is skipped
 MAX_NONZEROS = 400_000  # coverage entries of the price LP (about 2-4 s of HiGHS on the 2-core machine)
@@ -281,8 +282,7 @@ def solve_prices(j: RunJobs, slots: int, slot_s: float, reserved_gpus: int, *, k
     lp.a_matrix_.start_ = start.astype(np.int32)
     lp.a_matrix_.index_ = index.astype(np.int32)
     lp.a_matrix_.value_ = value
-    h = highspy.Highs()  # type: ignore[no-untyped-call]
-    h.setOptionValue("output_flag", False)
+    h = quiet_highs()
     h.passModel(lp)
     h.run()
     status = h.getModelStatus()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -46,6 +48,18 @@ def test_json_records_bounds_and_captured_savings(tmp_path: Path, capsys: pytest
         assert r["captured_savings"] == pytest.approx(expected, abs=1e-3)
     assert od["captured_savings"] == 0.0 and od["cloud_usd_spot"] == 0.0 and od["cloud_usd"] > 0
     assert "report written to" in cap.err and html.read_text().count("<svg") == 3
+
+
+def test_json_stdout_of_the_installed_command_is_pure_json(tmp_path: Path) -> None:
+    """A fresh process: the LP solver's first-use banner must not reach stdout ahead of the records."""
+    trace = write_trace(tmp_path)
+    burster = Path(sys.executable).with_name("burster")
+    done = subprocess.run([str(burster), "bench", "--trace", str(trace), "--policies", "on-demand", "--pool-nodes",
+                           "1", "--seeds", "0", "--workers", "1", "--json"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    (rec,) = json.loads(done.stdout)
+    assert rec["policy"] == "on-demand" and rec["lower_bound_usd"] is not None
 
 
 def test_table_output_has_a_table_per_setting_and_the_targets(tmp_path: Path,
