@@ -18,6 +18,7 @@ from burster.eval.bound import bracket, lower_bound, lower_bound_usd
 from burster.eval.clairvoyant import schedule
 from burster.eval.fluid import slot_up_mask
 from burster.eval.instance import build_instance, default_wait_budget_s, with_budgets
+from burster.eval.lpguide import lp_guide
 from burster.eval.verify import problems
 from burster.model import Demand, Market, Offering
 from burster.sim.engine import run
@@ -123,6 +124,35 @@ def test_clairvoyant_is_a_real_schedule_above_the_bound(specs: list[tuple[int, i
     plan = schedule(inst, migrate=migrate)
     assert problems(inst, plan) == []
     assert lower_bound_usd(inst)[0] <= sum(a.usd for a in plan) + 1e-9
+
+
+def test_lp_guided_order_keeps_the_pair_that_greedy_orders_send_to_the_cloud() -> None:
+    """An 8-GPU pool. A: 8 GPUs x 1 h from 0 ($16 on the cloud); B, C: 4 GPUs x 1 h 15 min from 1 min ($10
+    each); 10 min budgets. By arrival or by cost A takes the pool and B, C pay $20; the optimum keeps B and C
+    there and pays A's $16, and the LP-guided order finds it."""
+    jobs = [job("a", 0, 8, 3600), job("b", 60, 4, 4500), job("c", 60, 4, 4500)]
+    inst = instance(jobs, [OD], pool_gpus=8, budget_s=600)
+    greedy = schedule(inst, orders=("arrival", "cost", "value"))
+    assert sum(a.usd for a in greedy) == pytest.approx(20.0)
+    plan = schedule(inst)
+    assert problems(inst, plan) == []
+    assert sum(a.usd for a in plan) == pytest.approx(16.0)
+    assert {a.job_id for a in plan if a.where == "reserved"} == {"b", "c"}
+    assert bracket(inst).upper_usd == pytest.approx(16.0)
+
+
+def test_lp_guide_shares_and_its_size_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = [job("a", 0, 8, 3600), job("b", 60, 4, 4500), job("c", 60, 4, 4500)]
+    inst = instance(jobs, [OD], pool_gpus=8, budget_s=600)
+    usd = [2.0 * j.work_gpu_s / 3600 for j in inst.jobs]
+    guide = lp_guide(inst, usd)
+    assert guide is not None and list(guide.share) == pytest.approx([0.0, 1.0, 1.0])
+    assert list(guide.start_s[1:]) == [60.0, 60.0]
+    # over the size cap there is no guide, and the schedule falls back to the greedy orders
+    monkeypatch.setattr("burster.eval.lpguide.MAX_NONZEROS", 10)
+    assert lp_guide(inst, usd) is None
+    plan = schedule(inst)
+    assert problems(inst, plan) == [] and sum(a.usd for a in plan) == pytest.approx(20.0)
 
 
 def _simulate(trace: Trace, policy: str, pool_nodes: int, prices: Path, spot: Path) -> tuple[float, dict[str, float]]:
