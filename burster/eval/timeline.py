@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -34,28 +35,58 @@ class Timeline:
         """USD of running ``run_s`` seconds (plus boot) on segment ``seg``'s offering (``cloudplan.billed_s``)."""
         out = np.zeros(len(seg))
         x = run_s + self.boot_s
-        for i, o in enumerate(self.offerings):
-            m = self.which[seg] == i
-            if m.any():
-                rule = billing_rule(o.provider)
-                units = x[m] / rule.increment_s
-                whole = np.ceil(units - 1e-9) if rule.round_up else np.floor(units + 1e-9)
-                billed = np.maximum(np.maximum(whole * rule.increment_s, rule.minimum_s), x[m])
-                out[m] = billed * self.rate[seg[m]] / 3600.0
+        which = self.which[seg]
+        for i in np.unique(which):  # only the offerings these segments use
+            m = which == i
+            rule = billing_rule(self.offerings[int(i)].provider)
+            units = x[m] / rule.increment_s
+            whole = np.ceil(units - 1e-9) if rule.round_up else np.floor(units + 1e-9)
+            billed = np.maximum(np.maximum(whole * rule.increment_s, rule.minimum_s), x[m])
+            out[m] = billed * self.rate[seg[m]] / 3600.0
         return np.where(run_s > 0, out, 0.0)
+
+    @cached_property
+    def _ends(self) -> FloatArray:
+        return np.append(self.start[1:], np.inf)
+
+    @cached_property
+    def _prefix(self) -> FloatArray:
+        """USD of the whole segments before each segment (computed once per timeline)."""
+        full = self.billed_usd(np.arange(len(self.start)), self._ends - self.start)
+        return np.concatenate(([0.0], np.cumsum(np.where(np.isfinite(full), full, 0.0))))
 
     def cost(self, s: FloatArray, e: FloatArray) -> FloatArray:
         """USD of running over [s, e) for many (s, e) at once."""
-        ends = np.append(self.start[1:], np.inf)
-        full = self.billed_usd(np.arange(len(self.start)), ends - self.start)
-        prefix = np.concatenate(([0.0], np.cumsum(np.where(np.isfinite(full), full, 0.0))))
+        ends, prefix = self._ends, self._prefix
         i0 = np.searchsorted(self.start, s, side="right") - 1
         i1 = np.searchsorted(self.start, e, side="left") - 1
         same = i0 == i1
         head = self.billed_usd(i0, np.where(same, e, ends[i0]) - s)
         tail = self.billed_usd(i1, np.where(same, 0.0, e - self.start[i1]))
         middle = np.where(same, 0.0, prefix[i1] - prefix[np.minimum(i0 + 1, i1)])
-        return np.asarray(head + middle + tail, dtype=np.float64)
+        return np.asarray(np.where(e > s, head + middle + tail, 0.0), dtype=np.float64)
+
+    def cost_one(self, s: float, e: float) -> float:
+        """``cost`` for one (s, e), without the array overhead (the clairvoyant calls it per job)."""
+        if e <= s:
+            return 0.0
+        i0 = int(np.searchsorted(self.start, s, side="right")) - 1
+        i1 = int(np.searchsorted(self.start, e, side="left")) - 1
+        if i0 == i1:
+            return self._billed_one(i0, e - s)
+        middle = float(self._prefix[i1] - self._prefix[min(i0 + 1, i1)])
+        head = self._billed_one(i0, float(self._ends[i0]) - s)
+        return head + middle + self._billed_one(i1, e - float(self.start[i1]))
+
+    def _billed_one(self, seg: int, run_s: float) -> float:
+        """``billed_usd`` for one segment."""
+        if run_s <= 0:
+            return 0.0
+        x = run_s + self.boot_s
+        rule = billing_rule(self.offerings[int(self.which[seg])].provider)
+        units = x / rule.increment_s
+        whole = math.ceil(units - 1e-9) if rule.round_up else math.floor(units + 1e-9)
+        return max(whole * rule.increment_s, rule.minimum_s, x) * float(self.rate[seg]) / 3600.0
 
     def segments(self, s: float, e: float) -> list[tuple[float, float, Offering]]:
         """The plan over [s, e): (start, end, offering) pieces."""
