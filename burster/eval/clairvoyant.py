@@ -6,8 +6,10 @@ USD per GPU-hour first; or, guided by an LP of this model (``lpguide.py``), most
 cloud USD first) and each runs on reserved GPUs when they are free for its whole runtime from some
 start within its wait budget (the LP's start when the LP guides and the pool is free there, else the
 earliest such start, on a ``grid_s`` capacity profile where a run occupies every cell it touches),
-else by its cloud plan. The cheapest order wins. Every job starts
-within its wait budget, runs without a pause and never over-commits the reserved pool
+else by its cloud plan. With moves allowed, a job that finds no reserved start may instead run on the
+cloud (from its plan's start or from its budget's end, whichever costs less, or as the LP's tail says)
+until the pool is free to its due end, and finish there ("moved"). The cheapest order's schedule wins.
+Every job starts within its wait budget, runs without a pause and never over-commits the reserved pool
 (``verify.py`` checks all of it).
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -36,9 +38,11 @@ class Assignment:
     start_s: float
     end_s: float
     gpus: int
-    where: str  # "reserved", "cloud", or "" when it fits nowhere (infinite cost)
+    where: str  # "reserved", "cloud", "moved" (cloud segments, then reserved from moved_at_s to the end),
+    # or "" when it fits nowhere (infinite cost)
     segments: tuple[tuple[float, float, str], ...] = ()
     usd: float = 0.0
+    moved_at_s: float = math.nan
 
 
 class _Profile:
@@ -48,12 +52,28 @@ class _Profile:
         self.capacity, self.grid_s = capacity, grid_s
         self.used = np.zeros(math.ceil(horizon_s / grid_s) + 2, dtype=np.int64)
 
-    def free(self, job: EvalJob, start_s: float) -> bool:
-        """Whether the job's GPUs are free in every cell its run from ``start_s`` touches."""
+    def free(self, gpus: int, start_s: float, end_s: float) -> bool:
+        """Whether ``gpus`` GPUs are free in every cell [start_s, end_s) touches."""
         c0 = int(start_s // self.grid_s)
-        c1 = max(c0 + 1, math.ceil((start_s + job.runtime_s) / self.grid_s - 1e-9))
+        c1 = max(c0 + 1, math.ceil(end_s / self.grid_s - 1e-9))
         self._grow(c1)
-        return bool(job.gpus <= self.capacity and not (self.used[c0:c1] > self.capacity - job.gpus).any())
+        return bool(gpus <= self.capacity and not (self.used[c0:c1] > self.capacity - gpus).any())
+
+    def tail_start(self, job: EvalJob, start_s: float) -> float | None:
+        """For a run [start_s, start_s + runtime): the earliest cell boundary after ``start_s`` from which
+        the pool is free to the run's end (None: not before the end)."""
+        g = self.grid_s
+        end = start_s + job.runtime_s
+        c0 = int(start_s // g) + 1
+        c1 = math.ceil(end / g - 1e-9)
+        if c1 <= c0 or job.gpus > self.capacity:
+            return None
+        self._grow(c1)
+        if self.used[c1 - 1] > self.capacity - job.gpus:
+            return None  # the last cell is taken: no tail (a cheap test that settles most calls)
+        blocked = np.flatnonzero(self.used[c0:c1] > self.capacity - job.gpus)
+        s = (c0 + (int(blocked[-1]) + 1 if len(blocked) else 0)) * g
+        return s if s < end else None
 
     def earliest(self, job: EvalJob) -> float | None:
         """Earliest start in [arrival, arrival + budget] (arrival + whole grid steps) with GPUs free throughout."""
@@ -84,27 +104,31 @@ class _Profile:
 
 def schedule(instance: Instance, *, grid_s: float = 60.0, boot_s: float = 0.0, migrate: bool = True,
              orders: Sequence[str] = ORDERS) -> list[Assignment]:
-    """The cheapest of the clairvoyant schedules built in each of ``orders``.
+    """The cheapest of the clairvoyant schedules built in each of ``orders``; with ``migrate``, a job that
+    finds no reserved start may run on the cloud until the pool is free to its end and finish there.
 
-    ``migrate``: cloud jobs may move between offerings before spot drops (else one unbroken run each);
-    ``boot_s``: seconds every cloud segment is billed beyond its run (0: the model's billing only).
+    ``migrate``: cloud jobs may move between offerings before spot drops and back to the pool (else one
+    unbroken run each); ``boot_s``: seconds every cloud segment is billed beyond its run (0: the model's
+    billing only).
     """
     timelines: dict[Shape, Timeline] = {}
     if migrate:
         plans, timelines = hopping_plans(instance, boot_s)
     else:
         plans = single_run_plans(instance, boot_s)
-    guide = lp_guide(instance, [p.usd for p in plans]) if "lp" in orders else None
+    guide = None
+    if "lp" in orders:
+        guide = lp_guide(instance, [p.usd for p in plans], move_back=migrate)
     best: list[Assignment] = []
     best_usd = math.inf
     for order in orders:
         if order == "lp" and guide is None:
             continue  # the LP is over its size cap (or failed): the other orders only
-        out = _place(instance, plans, timelines, order, grid_s, guide)
+        out = _place(instance, plans, timelines, order, grid_s, guide, move_back=migrate)
         usd = sum(a.usd for a in out)
         if not best or usd < best_usd:
             best, best_usd = out, usd
-    return best
+    return [_with_segments(a, instance.jobs[i], plans[i], timelines) for i, a in enumerate(best)]
 
 
 def _order(instance: Instance, plans: list[CloudPlan], order: str, guide: Guide | None) -> list[int]:
@@ -121,33 +145,69 @@ def _order(instance: Instance, plans: list[CloudPlan], order: str, guide: Guide 
 
 
 def _place(instance: Instance, plans: list[CloudPlan], timelines: dict[Shape, Timeline],
-           order: str, grid_s: float, guide: Guide | None = None) -> list[Assignment]:
+           order: str, grid_s: float, guide: Guide | None = None, move_back: bool = False) -> list[Assignment]:
     jobs = instance.jobs
     profile = _Profile(instance.reserved_gpus, instance.horizon_s, grid_s)
     out: dict[int, Assignment] = {}
     for i in _order(instance, plans, order, guide):
         job = jobs[i]
-        start = None
+        start = at = None
         if job.gpu_model == instance.reserved_model:
-            hint = guide.start_s[i] if guide is not None and order == "lp" else math.nan
-            start = hint if not math.isnan(hint) and profile.free(job, hint) else profile.earliest(job)
+            hint, hint_end = (guide.start_s[i], guide.end_s[i]) if guide and order == "lp" else (math.nan, math.nan)
+            whole = abs(hint_end - hint - job.runtime_s) < 1e-6
+            if not math.isnan(hint) and profile.free(job.gpus, hint, hint_end):
+                start, at = (hint, None) if whole else (None, hint)
+            if start is None and at is None:
+                start = profile.earliest(job)
         if start is not None:
             profile.take(start, start + job.runtime_s, job.gpus)
             out[i] = Assignment(job.job_id, start, start + job.runtime_s, job.gpus, RESERVED)
-        else:
-            out[i] = _cloud(job, plans[i], timelines)
+            continue
+        out[i] = _cloud(job, plans[i])
+        if (move_back or at is not None) and job.gpu_model == instance.reserved_model and not plans[i].offering:
+            # from the LP's tail: cloud from its start; else the plan's start or the latest one, the cheaper
+            latest = job.arrival_s + job.wait_budget_s
+            starts = [hint_end - job.runtime_s] if at is not None else [plans[i].start_s, latest]
+            for c in starts:
+                moved = _moved(job, c, out[i].usd, timelines, profile, at)
+                if moved is not None:
+                    out[i] = moved
+            if out[i].where == "moved":
+                profile.take(out[i].moved_at_s, out[i].end_s, job.gpus)
     return [out[i] for i in range(len(jobs))]
 
 
-def _cloud(job: EvalJob, plan: CloudPlan, timelines: dict[Shape, Timeline]) -> Assignment:
+def _moved(job: EvalJob, start_s: float, beat_usd: float, timelines: dict[Shape, Timeline], profile: _Profile,
+           at: float | None = None) -> Assignment | None:
+    """The job on the cloud from ``start_s`` until ``at`` (default: when the pool is free to its end), then
+    on the pool; None unless that costs less than ``beat_usd`` (or the pool is never free)."""
+    tl = timelines.get(shape_of(job))
+    if at is None and tl is not None and math.isfinite(beat_usd):
+        at = profile.tail_start(job, start_s)
+    if tl is None or at is None:
+        return None
+    usd = tl.cost_one(start_s, at)
+    return Assignment(job.job_id, start_s, start_s + job.runtime_s, job.gpus, "moved", (), usd, at) \
+        if usd < beat_usd else None
+
+
+def _cloud(job: EvalJob, plan: CloudPlan) -> Assignment:
+    """The job by its cloud plan (segments are filled in by ``_with_segments`` for the winning schedule)."""
     end = plan.start_s + job.runtime_s
     if not math.isfinite(plan.usd):
         return Assignment(job.job_id, plan.start_s, end, job.gpus, "", (), math.inf)
-    if plan.offering:
-        segs: tuple[tuple[float, float, str], ...] = ((plan.start_s, end, plan.offering),)
-    else:
-        segs = tuple((s, e, o.key) for s, e, o in timelines[shape_of(job)].segments(plan.start_s, end))
-    return Assignment(job.job_id, plan.start_s, end, job.gpus, "cloud", segs, plan.usd)
+    return Assignment(job.job_id, plan.start_s, end, job.gpus, "cloud", (), plan.usd)
+
+
+def _with_segments(a: Assignment, job: EvalJob, plan: CloudPlan, timelines: dict[Shape, Timeline]) -> Assignment:
+    """``a`` with its cloud segments: the plan's one offering, or its shape's timeline up to the move."""
+    if a.where not in ("cloud", "moved"):
+        return a
+    if plan.offering and a.where == "cloud":
+        return replace(a, segments=((a.start_s, a.end_s, plan.offering),))
+    end = a.moved_at_s if a.where == "moved" else a.end_s
+    segs = timelines[shape_of(job)].segments(a.start_s, end)
+    return replace(a, segments=tuple((s, e, o.key) for s, e, o in segs))
 
 
 def clairvoyant_usd(instance: Instance, *, grid_s: float = 60.0, boot_s: float = 0.0, migrate: bool = True) -> float:

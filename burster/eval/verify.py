@@ -35,9 +35,16 @@ def problems(instance: Instance, schedule: Sequence[Assignment], boot_s: float =
                 out.append(f"{job.job_id}: {job.gpu_model} job on the {instance.reserved_model} pool")
             events += [(a.start_s, job.gpus), (a.end_s, -job.gpus)]
             continue
-        if a.where != "cloud":
+        if a.where not in ("cloud", "moved"):
             out.append(f"{job.job_id}: placed nowhere")
             continue
+        cloud_end = a.end_s
+        if a.where == "moved":
+            cloud_end = a.moved_at_s
+            if job.gpu_model != instance.reserved_model or not a.start_s < cloud_end < a.end_s:
+                out.append(f"{job.job_id}: moves to the pool at {cloud_end}, outside ({a.start_s}, {a.end_s}) "
+                           "or with a model the pool does not have")
+            events += [(cloud_end, job.gpus), (a.end_s, -job.gpus)]
         t, usd = a.start_s, 0.0
         for s, e, key in a.segments:
             o = offers.get(key)
@@ -50,8 +57,8 @@ def problems(instance: Instance, schedule: Sequence[Assignment], boot_s: float =
                 out.append(f"{job.job_id}: {key} goes down during [{s}, {e})")
             usd += run_usd(job, o, e - s, boot_s)
             t = e
-        if abs(t - a.end_s) > TOL_S:
-            out.append(f"{job.job_id}: cloud segments end at {t}, not {a.end_s}")
+        if abs(t - cloud_end) > TOL_S:
+            out.append(f"{job.job_id}: cloud segments end at {t}, not {cloud_end}")
         if not math.isclose(usd, a.usd, rel_tol=1e-9, abs_tol=1e-9):
             out.append(f"{job.job_id}: charged {a.usd} USD, its segments bill {usd}")
     used = 0

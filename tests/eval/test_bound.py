@@ -27,6 +27,7 @@ from providers.sim.spot import load_series_path
 from tests.eval.helpers import START, instance, job, offering, series, write_catalog
 
 OD = offering(Market.ON_DEMAND, 2.0)
+PAIR_VS_ONE = [job("a", 0, 8, 3600), job("b", 60, 4, 4500), job("c", 60, 4, 4500)]
 
 
 def test_one_job_no_pool_pays_on_demand_for_its_gpu_hours() -> None:
@@ -47,11 +48,15 @@ def test_pool_that_fits_costs_nothing_and_a_gang_too_big_for_it_pays() -> None:
 
 
 def test_two_jobs_share_one_reserved_gpu() -> None:
-    """Windows of 70 min: the GPU does 70 of the 120 GPU-minutes; the clairvoyant runs one job on the cloud."""
-    b = bracket(instance([job("a", 0, 1, 3600), job("b", 0, 1, 3600)], [OD], pool_gpus=1, budget_s=600))
+    """Windows of 70 min: the GPU does 70 of the 120 GPU-minutes. The clairvoyant runs b on the cloud from
+    the end of its budget (600 s) until a leaves the pool (3600 s) and finishes it there, which is exactly
+    the lower bound; without moving back it runs b wholly on the cloud."""
+    inst = instance([job("a", 0, 1, 3600), job("b", 0, 1, 3600)], [OD], pool_gpus=1, budget_s=600)
+    b = bracket(inst)
     assert b.lower_usd == pytest.approx(2.0 * (2 - 4200 / 3600))
-    assert b.upper_usd == pytest.approx(2.0)
-    assert b.width == pytest.approx(1 - b.lower_usd / 2.0)
+    assert b.upper_usd == pytest.approx(2.0 * 3000 / 3600)
+    assert b.width == pytest.approx(0.0, abs=1e-9)
+    assert sum(a.usd for a in schedule(inst, migrate=False)) == pytest.approx(2.0)
 
 
 def test_spot_while_up_then_on_demand() -> None:
@@ -128,30 +133,44 @@ def test_clairvoyant_is_a_real_schedule_above_the_bound(specs: list[tuple[int, i
 
 def test_lp_guided_order_keeps_the_pair_that_greedy_orders_send_to_the_cloud() -> None:
     """An 8-GPU pool. A: 8 GPUs x 1 h from 0 ($16 on the cloud); B, C: 4 GPUs x 1 h 15 min from 1 min ($10
-    each); 10 min budgets. By arrival or by cost A takes the pool and B, C pay $20; the optimum keeps B and C
-    there and pays A's $16, and the LP-guided order finds it."""
-    jobs = [job("a", 0, 8, 3600), job("b", 60, 4, 4500), job("c", 60, 4, 4500)]
-    inst = instance(jobs, [OD], pool_gpus=8, budget_s=600)
-    greedy = schedule(inst, orders=("arrival", "cost", "value"))
+    each); 10 min budgets; unbroken runs. By arrival or by cost A takes the pool and B, C pay $20; the
+    optimum keeps B and C there and pays A's $16, and the LP-guided order finds it."""
+    inst = instance(PAIR_VS_ONE, [OD], pool_gpus=8, budget_s=600)
+    greedy = schedule(inst, migrate=False, orders=("arrival", "cost", "value"))
     assert sum(a.usd for a in greedy) == pytest.approx(20.0)
-    plan = schedule(inst)
+    plan = schedule(inst, migrate=False)
     assert problems(inst, plan) == []
     assert sum(a.usd for a in plan) == pytest.approx(16.0)
     assert {a.job_id for a in plan if a.where == "reserved"} == {"b", "c"}
-    assert bracket(inst).upper_usd == pytest.approx(16.0)
+
+
+def test_clairvoyant_moves_work_back_to_the_pool() -> None:
+    """The same jobs, moves allowed: A keeps the pool; B and C run on the cloud from the end of their
+    budgets (11 min) and move to the pool when A ends at 1 h, 2 x 4 GPUs x $2 x 49 min = $13.07, below both
+    other plans ($16, $20)."""
+    inst = instance(PAIR_VS_ONE, [OD], pool_gpus=8, budget_s=600)
+    plan = schedule(inst)
+    assert problems(inst, plan) == []
+    assert {a.job_id: a.where for a in plan} == {"a": "reserved", "b": "moved", "c": "moved"}
+    assert [a.moved_at_s for a in plan if a.where == "moved"] == [3600.0, 3600.0]
+    b = bracket(inst)
+    assert b.upper_usd == pytest.approx(2 * 4 * 2.0 * 2940 / 3600)
+    assert b.lower_usd <= b.upper_usd + 1e-9
 
 
 def test_lp_guide_shares_and_its_size_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    jobs = [job("a", 0, 8, 3600), job("b", 60, 4, 4500), job("c", 60, 4, 4500)]
-    inst = instance(jobs, [OD], pool_gpus=8, budget_s=600)
+    inst = instance(PAIR_VS_ONE, [OD], pool_gpus=8, budget_s=600)
     usd = [2.0 * j.work_gpu_s / 3600 for j in inst.jobs]
     guide = lp_guide(inst, usd)
-    assert guide is not None and list(guide.share) == pytest.approx([0.0, 1.0, 1.0])
-    assert list(guide.start_s[1:]) == [60.0, 60.0]
+    assert guide is not None and list(guide.share) == pytest.approx([0.0, 1.0, 1.0], abs=1e-6)
+    assert all(60.0 <= s <= 660.0 for s in guide.start_s[1:])  # whole runs within the budget
     # over the size cap there is no guide, and the schedule falls back to the greedy orders
     monkeypatch.setattr("burster.eval.lpguide.MAX_NONZEROS", 10)
     assert lp_guide(inst, usd) is None
-    plan = schedule(inst)
+    assert lp_guide(inst, usd, max_nonzeros=1000) is not None
+    monkeypatch.setattr("burster.eval.lpguide.MAX_JOBS", 2)
+    assert lp_guide(inst, usd, max_nonzeros=1000) is None  # three pool jobs
+    plan = schedule(inst, migrate=False)
     assert problems(inst, plan) == [] and sum(a.usd for a in plan) == pytest.approx(20.0)
 
 
@@ -228,8 +247,10 @@ def test_reserved_run_cut_by_hand() -> None:
     low = lower_bound(inst)
     assert low.usd == pytest.approx(5 / 3) and low.fluid_usd == pytest.approx(1.0)
     assert "reserved-run" in low.status
-    # the clairvoyant never moves a job from the cloud to the pool: B all on the cloud
-    assert bracket(inst).upper_usd == pytest.approx(2.0)
+    # the clairvoyant runs B on the cloud from its budget's end (1 h 10 min) and moves it to the pool
+    # when A ends: the same $5/3; without moving back, B runs wholly on the cloud
+    assert bracket(inst).upper_usd == pytest.approx(5 / 3)
+    assert sum(a.usd for a in schedule(inst, migrate=False)) == pytest.approx(2.0)
 
 
 def test_bound_is_positive_when_the_pool_cannot_absorb_demand() -> None:
