@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from burster.eval.clairvoyant import clairvoyant_usd
+from burster.eval.clairvoyant import cloud_gpu_hours, schedule
 from burster.eval.dual import lagrangian_usd
 from burster.eval.fluid import Fluid, build_fluid
 from burster.eval.groups import cloud_only_usd, group_jobs, plan_lp
@@ -35,6 +35,7 @@ class Bracket:
     status: str  # "optimal", or why the lower bound is not
     block_slots: int = 1  # slots per reserved-capacity block of the LP (1: exact per-slot model)
     upper_s: float = 0.0  # wall seconds of the clairvoyant schedule
+    upper_cloud_gpu_h: float = 0.0  # GPU-hours the clairvoyant schedule runs on the cloud
 
     @property
     def width(self) -> float:
@@ -105,6 +106,7 @@ def bracket(instance: Instance, *, block_slots: int | None = None) -> Bracket:
     t0 = time.perf_counter()
     low = lower_bound(instance, block_slots=block_slots)
     t1 = time.perf_counter()
-    upper = clairvoyant_usd(instance)
+    plan = schedule(instance)
     t2 = time.perf_counter()
-    return Bracket(low.usd, upper, t1 - t0, instance.slots, low.status, low.block_slots, t2 - t1)
+    return Bracket(low.usd, sum(a.usd for a in plan), t1 - t0, instance.slots, low.status, low.block_slots,
+                   t2 - t1, cloud_gpu_hours(instance, plan))

@@ -210,6 +210,12 @@ def _with_segments(a: Assignment, job: EvalJob, plan: CloudPlan, timelines: dict
     return replace(a, segments=tuple((s, e, o.key) for s, e, o in segs))
 
 
+def cloud_gpu_hours(instance: Instance, plan: Sequence[Assignment]) -> float:
+    """GPU-hours a schedule runs on the cloud (a moved job's part before its move included)."""
+    return sum(job.gpus * sum(e - s for s, e, _ in a.segments)
+               for job, a in zip(instance.jobs, plan, strict=True)) / 3600.0
+
+
 def clairvoyant_usd(instance: Instance, *, grid_s: float = 60.0, boot_s: float = 0.0, migrate: bool = True) -> float:
     """Total cloud USD of the clairvoyant schedule (inf when some job fits nowhere)."""
     return sum(a.usd for a in schedule(instance, grid_s=grid_s, boot_s=boot_s, migrate=migrate))

@@ -86,6 +86,7 @@ class BoundResult:
     upper_usd: float | None
     status: str
     solve_s: float = 0.0
+    upper_cloud_gpu_h: float | None = None  # GPU-hours the clairvoyant schedule runs on the cloud
 
 
 @dataclass
@@ -189,7 +190,7 @@ def run_bound(setting: Setting, sources: Sources) -> BoundResult:
         b = bracket(instance)
     except Exception as err:  # a failed bound is reported beside the arms, not fatal to the suite
         return BoundResult(setting, None, None, f"failed: {type(err).__name__}: {err}")
-    return BoundResult(setting, b.lower_usd, b.upper_usd, b.status, b.solve_s)
+    return BoundResult(setting, b.lower_usd, b.upper_usd, b.status, b.solve_s, b.upper_cloud_gpu_h)
 
 
 def run_suite(settings: Sequence[Setting], policies: Sequence[str], sources: Sources, *, workers: int = 2,
@@ -221,7 +222,8 @@ def run_suite(settings: Sequence[Setting], policies: Sequence[str], sources: Sou
 RECORD_KEYS = ("trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s", "wait_p95_s", "wait_p99_s",
                "deadline_misses", "lower_bound_usd", "upper_bound_usd")
 SUMMARY_EXTRAS = ("cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses",
-                  "preemptions", "lost_gpu_hours", "launches", "onprem_utilization", "spot_source")
+                  "preemptions", "lost_gpu_hours", "cloud_gpu_hours", "launches", "onprem_utilization",
+                  "spot_source")
 
 
 def ratio_to_bound(cloud_usd: float, lower_usd: float | None) -> float | None:
@@ -252,9 +254,11 @@ def records(result: SuiteResult) -> list[dict[str, Any]]:
         rec: dict[str, Any] = {k: a.summary[k] for k in RECORD_KEYS if k in a.summary}
         rec.update(lower_bound_usd=lower, upper_bound_usd=upper)
         rec.update({k: a.summary[k] for k in SUMMARY_EXTRAS})
-        rec.update(ratio_to_lower_bound=ratio_to_bound(cloud, lower),
+        upper_gpu_h = None if b is None or b.upper_cloud_gpu_h is None else round(b.upper_cloud_gpu_h, 2)
+        rec.update(upper_bound_cloud_gpu_hours=upper_gpu_h, ratio_to_lower_bound=ratio_to_bound(cloud, lower),
                    captured_savings=captured_savings(cloud, on_demand.get(a.setting), lower),
                    bound_status=b.status if b else "missing", window=a.setting.window_label)
-        out.append({k: rec[k] for k in (*RECORD_KEYS, *SUMMARY_EXTRAS[:-1], "ratio_to_lower_bound",
-                                         "captured_savings", "bound_status", "window", "spot_source")})
+        out.append({k: rec[k] for k in (*RECORD_KEYS, *SUMMARY_EXTRAS[:-1], "upper_bound_cloud_gpu_hours",
+                                         "ratio_to_lower_bound", "captured_savings", "bound_status", "window",
+                                         "spot_source")})
     return out

@@ -22,7 +22,8 @@ table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}td,th{border:1
 td.n{text-align:right}.met{color:#006d2c;font-weight:bold}.missed{color:#b30000;font-weight:bold}
 .flag{color:#b30000}figure{margin:1em 0}h2{border-bottom:1px solid #ccc}"""
 COLUMNS = ("policy", "cloud $", "spot $ / on-demand $", "x lower bound", "captured savings", "wait p50 / p95 / p99 s",
-           "within wait budget", "misses (hard)", "preemptions", "lost GPU-h", "launches", "reserved util.")
+           "within wait budget", "misses (hard)", "preemptions", "lost GPU-h", "cloud GPU-h", "launches",
+           "reserved util.")
 
 
 def value_text(kind: str, v: float | None) -> str:
@@ -65,9 +66,16 @@ def _row(r: dict[str, Any]) -> str:
              ratio, _pct(r["captured_savings"]),
              f"{r['wait_p50_s']:.0f} / {r['wait_p95_s']:.0f} / {r['wait_p99_s']:.0f}",
              _pct(r["wait_share_within_budget"]), f"{r['deadline_misses']} ({r['hard_deadline_misses']})",
-             str(r["preemptions"]), f"{r['lost_gpu_hours']:.1f}", str(r["launches"]), _pct(r["onprem_utilization"]))
+             str(r["preemptions"]), f"{r['lost_gpu_hours']:.1f}", f"{r['cloud_gpu_hours']:,.0f}", str(r["launches"]),
+             _pct(r["onprem_utilization"]))
     tds = "".join(f"<td{'' if i == 0 else ' class=n'}>{escape(c)}</td>" for i, c in enumerate(cells))
     return f"<tr>{tds}</tr>"
+
+
+def clairvoyant_gpu_h(r: dict[str, Any]) -> str:
+    """The upper bound's cloud GPU-hours, to set beside each arm's (empty when unknown)."""
+    v = r.get("upper_bound_cloud_gpu_hours")
+    return "" if v is None else f"; the clairvoyant runs {v:,.0f} GPU-h on the cloud"
 
 
 def utilization_flag(rows: Sequence[dict[str, Any]]) -> str:
@@ -91,7 +99,8 @@ def tables_section(result: SuiteResult, records: Sequence[dict[str, Any]]) -> st
         r0 = rows[0]
         parts.append(f"<h3>{escape(key)}</h3><p>{s.jobs} jobs, offered load {s.offered_gpus:g} GPUs; bracket "
                      f"{_usd(r0['lower_bound_usd'])} .. {_usd(r0['upper_bound_usd'])} ({escape(r0['bound_status'])})"
-                     f"; {utilization_flag(rows)}</p><table><tr>{''.join(f'<th>{c}</th>' for c in COLUMNS)}</tr>"
+                     f"{clairvoyant_gpu_h(r0)}; {utilization_flag(rows)}</p>"
+                     f"<table><tr>{''.join(f'<th>{c}</th>' for c in COLUMNS)}</tr>"
                      f"{''.join(_row(r) for r in rows)}</table>")
     return "".join(parts) + "</section>"
 

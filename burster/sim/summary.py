@@ -47,6 +47,7 @@ def summarize(*, metrics: Any, ledger: Sequence[LedgerEntry], launches: int, pas
         "preemptions": metrics.preemptions,
         "reclaims": metrics.reclaims,
         "lost_gpu_hours": round(metrics.lost_gpu_hours, 2),
+        "cloud_gpu_hours": round(metrics.cloud_gpu_hours, 2),
         "launches": launches,
         "reconcile_passes": passes,
         "wall_s": round(wall_s, 3),

@@ -23,6 +23,7 @@ class PoolMetrics:
     preemptions: int = 0
     reclaims: int = 0
     lost_gpu_hours: float = 0.0
+    cloud_gpu_hours: float = 0.0  # GPU-hours jobs ran on burst nodes (lost work included)
     busy_gpu_s: float = 0.0
     elapsed_s: float = 0.0
     window_end: datetime | None = None  # utilization counts only up to here (the arrival window)
@@ -60,6 +61,9 @@ class PoolMetrics:
         if job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT and now > job.deadline:
             self.deadline_misses += 1
             self.hard_deadline_misses += job.job_class is JobClass.STRICT
+
+    def ran_on_cloud(self, job: Demand, run_s: float) -> None:
+        self.cloud_gpu_hours += job.gpus * run_s / 3600.0
 
     def stopped(self, job: Demand, *, lost_s: float, preempted: bool) -> None:
         if preempted:

@@ -237,6 +237,8 @@ class SimPool:
 
     def _release(self, run: _Run) -> None:
         del self.runs[run.job.job_id]
+        if run.on_cloud:
+            self.metrics.ran_on_cloud(run.job, (self.metrics.now - run.started_at).total_seconds())
         self.onprem.give(run.onprem_slots)
         if run.onprem_slots:
             del self._ends[bisect.bisect_left(self._ends, (run.ends_ts, run.job.gpus))]

@@ -155,6 +155,7 @@ def test_clairvoyant_moves_work_back_to_the_pool() -> None:
     assert [a.moved_at_s for a in plan if a.where == "moved"] == [3600.0, 3600.0]
     b = bracket(inst)
     assert b.upper_usd == pytest.approx(2 * 4 * 2.0 * 2940 / 3600)
+    assert b.upper_cloud_gpu_h == pytest.approx(2 * 4 * 2940 / 3600)  # B and C until A ends
     assert b.lower_usd <= b.upper_usd + 1e-9
 
 

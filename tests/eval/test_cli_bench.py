@@ -21,7 +21,8 @@ from tests.eval.bench_trace import write_trace
 ISSUE_KEYS = {"trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s", "wait_p95_s", "wait_p99_s",
               "deadline_misses", "lower_bound_usd", "upper_bound_usd"}
 EXTRAS = {"cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses", "preemptions",
-          "lost_gpu_hours", "launches", "onprem_utilization", "ratio_to_lower_bound", "captured_savings",
+          "lost_gpu_hours", "cloud_gpu_hours", "upper_bound_cloud_gpu_hours", "launches", "onprem_utilization",
+          "ratio_to_lower_bound", "captured_savings",
           "bound_status", "window", "spot_source"}
 
 
@@ -40,6 +41,8 @@ def test_json_records_bounds_and_captured_savings(tmp_path: Path, capsys: pytest
         lower, upper = r["lower_bound_usd"], r["upper_bound_usd"]
         assert lower is not None and upper is not None, r["bound_status"]
         assert lower <= upper
+        assert r["upper_bound_cloud_gpu_hours"] is not None and r["upper_bound_cloud_gpu_hours"] >= 0
+        assert (r["upper_bound_cloud_gpu_hours"] > 0) == (upper > 0)  # the clairvoyant pays for its cloud time
         if r["wait_share_within_budget"] == 1.0:  # every job within its wait budget: the bound applies
             assert lower <= r["cloud_usd"] + 0.01
         if lower > 0:

@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 
 from burster.app import DEMO_TRACE, build_simulation
+from burster.catalog import load_catalog
 from burster.config import parse_config
+from burster.model import Market
 from burster.sim.engine import run
 from burster.sim.summary import summarize
 from burster.traces import load_trace
@@ -53,6 +55,12 @@ def test_baselines_bracket_burster(burster_run: dict[str, Any]) -> None:
     assert reserved["wait_p95_s"] > 5 * burster_run["wait_p95_s"]
     assert on_demand["cloud_usd_spot"] == 0
     assert burster_run["cloud_usd"] < 0.5 * on_demand["cloud_usd"]
+    # GPU-hours run on burst nodes: none without bursting; on-demand is billed at least for them
+    assert reserved["cloud_gpu_hours"] == 0
+    cheapest = min(o.price_per_hour_usd / o.gpus_per_node for o in load_catalog()
+                   if o.market is Market.ON_DEMAND and o.gpu_model == "V100")
+    assert 0 < on_demand["cloud_gpu_hours"] * cheapest <= on_demand["cloud_usd"]
+    assert burster_run["cloud_gpu_hours"] > 0
 
 
 def test_hard_budget_is_never_exceeded() -> None:
