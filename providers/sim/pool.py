@@ -2,7 +2,8 @@
 
 Burst nodes launched for a job are that job's (like Slurm's cloud nodes allocated before power-up):
 the job starts when all of its gang's nodes have joined, unless reserved capacity took it first.
-Idle burst nodes take queued single-node jobs that fit. Preemption loses the work since the last
+Idle burst nodes take queued single-node jobs that fit, except jobs waiting for nodes of their own
+(those are allocated to them). Preemption loses the work since the last
 periodic checkpoint; a requested checkpoint saves everything done up to the request.
 """
 
@@ -134,7 +135,7 @@ class SimPool:
         booting: set[str | None] = {b.for_job for b in self.burst.values() if b.for_job and not b.draining}
         self._start_on_burst_nodes(now, booting)
         self._start_on_reserved(now, booting)
-        self._start_on_idle_burst(now)
+        self._start_on_idle_burst(now, booting)
 
     def _start_on_burst_nodes(self, now: datetime, booting: set[str | None]) -> None:
         nodes_for: dict[str | None, list[_Burst]] = {}
@@ -183,12 +184,14 @@ class SimPool:
                 return t, float(free - head.gpus)
         return math.inf, float(free)
 
-    def _start_on_idle_burst(self, now: datetime) -> None:
+    def _start_on_idle_burst(self, now: datetime, booting: set[str | None]) -> None:
+        """Idle joined burst nodes take queued single-node jobs that fit, except a job whose own nodes
+        are booting: it is allocated to them (as Slurm allocates a job to cloud nodes it powers up)."""
         idle = [b for b in self.burst.values() if b.joined and not b.draining and b.job_id is None
                 and (b.for_job is None or b.for_job not in self.queue)]
         for b in sorted(idle, key=lambda b: b.node_id):
             for job in self.queue.values():
-                if job.nodes == 1 and job.gpus <= b.offering.gpus_per_node and (
+                if job.job_id not in booting and job.nodes == 1 and job.gpus <= b.offering.gpus_per_node and (
                         not job.gpu_model or job.gpu_model == b.offering.gpu_model):
                     b.for_job = None
                     self._start(job, now, (b.node_id,), ())

@@ -1,0 +1,37 @@
+"""The simulated pool's placement rules that the policies rely on."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from burster.model import Demand, Market, Offering
+from providers.sim.events import EventQueue
+from providers.sim.pool import SimPool
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+SPOT = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.9)
+ON_DEMAND = Offering("aws", "us-east-1", "use1-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
+
+
+def job(name: str) -> Demand:
+    return Demand(name, 1, T0, 3600.0, gpu_model="V100")
+
+
+def test_an_idle_burst_node_does_not_take_a_job_whose_own_node_is_booting() -> None:
+    """The controller launched an on-demand node for A (say, for its deadline); an idle spot node must
+    not take A meanwhile (the controller would pull it off again and launch another node); B is free
+    to take the idle node, and A starts on its own node when that joins."""
+    pool = SimPool(EventQueue(), nodes=0, gpus_per_node=8, gpu_model="V100")
+    pool.submit(job("a"), T0)
+    pool.expect("spare", SPOT, None)
+    pool.join("spare")
+    pool.expect("a-node", ON_DEMAND, "a")
+    pool.schedule(T0)
+    assert [p.job.job_id for p in pool.running()] == []  # A waits for its own node
+    pool.submit(job("b"), T0)
+    pool.schedule(T0)
+    assert {p.job.job_id: p.node_ids for p in pool.running()} == {"b": ("spare",)}
+    pool.join("a-node")
+    pool.schedule(T0)
+    assert {p.job.job_id: p.node_ids for p in pool.running()} == {"b": ("spare",), "a": ("a-node",)}
+    assert pool.metrics.reclaims == 0
