@@ -66,7 +66,7 @@ def _burster(config: BursterConfig, cost: CostModel) -> Policy:
     return BursterPolicy(cost, BursterParams(
         burst=BurstParams(max_wait_s=p.max_wait_s, deadline_margin_s=p.deadline_margin_s, prewarm=p.prewarm),
         reclaim=ReclaimParams(idle_ttl_s=p.idle_ttl_s, tick_s=config.controller.tick_s,
-                              move_back=p.reclaim_to_onprem),
+                              move_back=p.reclaim_to_onprem, requeue=config.pool.requeue),
         guards=guard_params(config),
     ))
 
@@ -148,7 +148,8 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
     clock = FakeClock(start)
     world = SimWorld(clock=clock, jobs=jobs, offerings=offerings, providers=providers,
                      pool_nodes=config.pool.nodes, gpus_per_node=config.pool.gpus_per_node,
-                     gpu_model=model, series=series, seed=seed, checkpoint_s=config.cost.checkpoint_write_s)
+                     gpu_model=model, series=series, seed=seed, checkpoint_s=config.cost.checkpoint_write_s,
+                     requeue=config.pool.requeue)
     world.pool.metrics.window_end = end
     reconciler = Reconciler(providers=world.clouds, pool=world.pool, policy=build_policy(policy, config, cost),
                             clock=clock)

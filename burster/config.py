@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from burster.errors import ConfigError
+from burster.model import Requeue
 
 
 class _Section(BaseModel):
@@ -25,6 +26,7 @@ class PoolConfig(_Section):
     nodes: int = Field(default=16, ge=0, le=100_000)
     gpus_per_node: int = Field(default=8, ge=1, le=64)
     gpu_model: str = "V100"
+    requeue: Requeue = Requeue.SUBMISSION
 
 
 class CostConfig(_Section):

@@ -31,6 +31,13 @@ class JobClass(enum.StrEnum):
     BEST_EFFORT = "best"
 
 
+class Requeue(enum.StrEnum):
+    """Where the on-prem pool puts a stopped (checkpointed or preempted) job back in its queue."""
+
+    SUBMISSION = "submission"  # at its place by submission time (LSF; Kueue's Creation timestamp)
+    BACK = "back"  # at the back, like a new arrival (Slurm's default; Kueue's Eviction timestamp)
+
+
 @dataclass(frozen=True, slots=True)
 class Offering:
     """One purchasable node shape: a (cloud, region, zone, instance type, market) at a price."""

@@ -46,7 +46,7 @@ class BursterPolicy:
         actions += idle_ttl(snapshot, p.reclaim)
         if p.reclaim.move_back:
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
-            actions += [a for a in move_back(snapshot, self.cost, queue) if a.node_id not in busy]
+            actions += [a for a in move_back(snapshot, self.cost, queue, p.reclaim.requeue) if a.node_id not in busy]
         plan = apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=p.reclaim.idle_ttl_s, guards=p.guards,
                                 reads_signals=p.burst.prewarm)

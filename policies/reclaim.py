@@ -3,9 +3,9 @@
 - Idle TTL aligned to billing: an idle node goes once idle for ``idle_ttl_s`` *and* terminating now
   saves money: never inside a billing minimum already paid for, and for per-minute billing only in
   the last tick of a billed minute.
-- Move back: when reserved GPUs are free beyond what queued jobs are owed, running cloud jobs
-  are checkpointed (then drained and terminated) most expensive first, when the cloud dollars saved
-  exceed the restart cost.
+- Move back: when reserved GPUs are free beyond what queued jobs ahead of it are owed, a running
+  cloud job is checkpointed (then drained and terminated), most expensive first, when the cloud
+  dollars saved exceed the restart cost.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Node, Snapshot
+from burster.model import Demand, Node, Requeue, Snapshot
 from burster.plan import Action, Checkpoint, Terminate, request_id
 from policies.cost import BILLING, DEFAULT_BILLING, CostModel
 from policies.queue import ReservedQueue
@@ -25,6 +25,7 @@ class ReclaimParams:
     idle_ttl_s: float = 300.0
     tick_s: float = 10.0
     move_back: bool = True
+    requeue: Requeue = Requeue.SUBMISSION  # the pool's requeue order: decides who is ahead of a moved job
 
 
 def billing_aligned(node: Node, snapshot: Snapshot, tick_s: float) -> bool:
@@ -58,29 +59,32 @@ def idle_ttl(snapshot: Snapshot, params: ReclaimParams) -> list[Action]:
     return out
 
 
-def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue) -> list[Checkpoint]:
+def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
+              requeue: Requeue = Requeue.SUBMISSION) -> list[Checkpoint]:
     """Checkpoint cloud jobs that now fit on free reserved GPUs, most expensive first.
 
-    Every pending job has first claim on the free GPUs, including one whose burst nodes are still
-    booting: the pool keeps free GPUs for its queue's head (FIFO) whatever the controller plans for
-    it. Only GPUs beyond all pending demand are spare; moving a job into GPUs the queue is owed
-    would strand it on-prem and burst it again. The job must also fit the nodes as they are: each
-    gang member on one node with enough free GPUs.
+    A stopped job goes back in the pool's queue, and the pool (FIFO) gives free GPUs to the queue's
+    head whatever the controller plans. So a job may move only into GPUs not owed to the jobs that
+    will be ahead of it: every pending job (also one whose burst nodes are booting) and every job
+    already leaving the cloud, or with ``Requeue.SUBMISSION`` only those submitted no later than
+    it. Moving into GPUs owed to others would strand it on-prem and burst it again. The job must
+    also fit the nodes as they are: each gang member on one node with enough free GPUs.
     """
     out: list[Checkpoint] = []
     free_by_node = {n.node_id: n.free_gpus for n in snapshot.pool_nodes}
     model_of = {n.node_id: n.gpu_model for n in snapshot.pool_nodes}
-    spare = {m: queue.free_gpus(m) for m in queue.total}
-    for job in snapshot.pending:
-        model = queue.model_for(job)
-        if model is not None:
-            spare[model] -= job.gpus
+    free = {m: queue.free_gpus(m) for m in queue.total}
+    owed = _owed(snapshot)
     ready = {n.node_id for n in snapshot.cloud_nodes
              if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
     cloud = [p for p in snapshot.running if p.on_cloud and all(i in ready for i in p.node_ids)]
     for p in sorted(cloud, key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
         model = queue.model_for(p.job)
-        if model is None or spare.get(model, 0) < p.job.gpus:
+        if model is None:
+            continue
+        ahead = sum(j.gpus for j in owed if queue.model_for(j) == model
+                    and (requeue is Requeue.BACK or j.submitted_at <= p.job.submitted_at))
+        if free.get(model, 0) - ahead < p.job.gpus:
             continue
         slots = _fit(p.job.nodes, p.job.gpus_per_node, model, free_by_node, model_of)
         if slots is None:
@@ -90,7 +94,7 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue) -> list
         restart = cost.wait_cost_usd(p.job, cost.p.restart_overhead_s, snapshot.now)
         if saved <= restart + p.price_per_hour_usd * cost.p.restart_overhead_s / 3600.0:
             continue
-        spare[model] -= p.job.gpus
+        free[model] -= p.job.gpus
         for node_id in slots:
             free_by_node[node_id] -= p.job.gpus_per_node
         deadline = snapshot.now + timedelta(seconds=max(cost.p.restart_overhead_s, 60.0))
@@ -101,6 +105,13 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue) -> list
                         f"${saved:.2f} of cloud at ${p.price_per_hour_usd:.2f}/h"),
             ))
     return out
+
+
+def _owed(snapshot: Snapshot) -> list[Demand]:
+    """Jobs with a claim on free reserved GPUs: pending ones and those being stopped on the cloud."""
+    leaving = {n.node_id for n in snapshot.cloud_nodes if n.state in (NodeState.CHECKPOINTING, NodeState.DRAINING)}
+    return [*snapshot.pending,
+            *(p.job for p in snapshot.running if p.on_cloud and any(i in leaving for i in p.node_ids))]
 
 
 def _fit(members: int, gpus_each: int, model: str, free_by_node: dict[str, int],

@@ -8,6 +8,7 @@ import pytest
 
 from burster.config import BursterConfig, load_config, parse_config
 from burster.errors import ConfigError
+from burster.model import Requeue
 
 
 def test_empty_config_gives_defaults() -> None:
@@ -41,3 +42,10 @@ def test_toml_file_round_trip(tmp_path: Path) -> None:
     path.write_text('[pool]\nnodes = 4\n[budget]\ntotal_usd = 100.0\nteam_usd = {vision = 20.0}\n')
     cfg = load_config(path)
     assert cfg.pool.nodes == 4 and cfg.budget.team_usd == {"vision": 20.0}
+
+
+def test_an_unknown_requeue_order_lists_the_valid_ones() -> None:
+    assert parse_config({"pool": {"requeue": "back"}}).pool.requeue is Requeue.BACK
+    with pytest.raises(ConfigError) as info:
+        parse_config({"pool": {"requeue": "front"}})
+    assert "pool.requeue" in str(info.value) and "'submission' or 'back'" in str(info.value)

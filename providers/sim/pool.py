@@ -4,7 +4,8 @@ Burst nodes launched for a job are that job's (like Slurm's cloud nodes allocate
 the job starts when all of its gang's nodes have joined, unless reserved capacity took it first.
 Idle burst nodes take queued single-node jobs that fit, except jobs waiting for nodes of their own
 (those are allocated to them). Preemption loses the work since the last
-periodic checkpoint; a requested checkpoint saves everything done up to the request.
+periodic checkpoint; a requested checkpoint saves everything done up to the request. A stopped job
+goes back in the queue at its submission-time place or at the back (``requeue``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from burster.model import CheckpointTicket, Demand, Market, Offering, Placement, PoolNode
+from burster.model import CheckpointTicket, Demand, Market, Offering, Placement, PoolNode, Requeue
 from providers.sim.events import EventQueue
 from providers.sim.metrics import PoolMetrics
 from providers.sim.onprem import OnPremNodes
@@ -46,8 +47,9 @@ class _Run:
 
 class SimPool:
     def __init__(self, events: EventQueue, *, nodes: int, gpus_per_node: int, gpu_model: str,
-                 checkpoint_s: float = 60.0, backfill_depth: int = 256) -> None:
+                 checkpoint_s: float = 60.0, backfill_depth: int = 256, requeue: Requeue = Requeue.SUBMISSION) -> None:
         self.events = events
+        self.requeue = Requeue(requeue)
         self.gpu_model = gpu_model
         self.onprem = OnPremNodes(nodes, gpus_per_node, gpu_model)
         self.checkpoint_s = checkpoint_s
@@ -235,8 +237,18 @@ class SimPool:
             saved = run.job.done_s + math.floor(ran / interval) * interval
         self._release(run)
         self.metrics.stopped(run.job, lost_s=done - saved, preempted=preempted)
-        self.queue[job_id] = replace(run.job, done_s=min(saved, run.job.est_runtime_s),
-                                     attempt=run.job.attempt + 1, queued_at=now)
+        again = replace(run.job, done_s=min(saved, run.job.est_runtime_s), attempt=run.job.attempt + 1,
+                        queued_at=now)
+        self._requeue(again)
+
+    def _requeue(self, job: Demand) -> None:
+        """Put a stopped job back in the queue: at the back, or at its place by submission time."""
+        if self.requeue is Requeue.BACK:
+            self.queue[job.job_id] = job
+            return
+        items = list(self.queue.items())
+        k = bisect.bisect_right([j.submitted_at for _, j in items], job.submitted_at)
+        self.queue = dict([*items[:k], (job.job_id, job), *items[k:]])
 
     def _release(self, run: _Run) -> None:
         del self.runs[run.job.job_id]

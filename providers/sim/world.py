@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from burster.clock import FakeClock
-from burster.model import Demand, Offering
+from burster.model import Demand, Offering, Requeue
 from providers.sim.cloud import SimCloudProvider
 from providers.sim.events import EventQueue
 from providers.sim.pool import SimPool
@@ -18,11 +18,12 @@ class SimWorld:
 
     def __init__(self, *, clock: FakeClock, jobs: Sequence[Demand], offerings: Sequence[Offering],
                  providers: Sequence[str], pool_nodes: int, gpus_per_node: int, gpu_model: str,
-                 series: Sequence[SpotSeries] = (), seed: int = 0, checkpoint_s: float = 60.0) -> None:
+                 series: Sequence[SpotSeries] = (), seed: int = 0, checkpoint_s: float = 60.0,
+                 requeue: Requeue = Requeue.SUBMISSION) -> None:
         self.clock = clock
         self.start = clock.now()
         self.pool = SimPool(EventQueue(), nodes=pool_nodes, gpus_per_node=gpus_per_node,
-                            gpu_model=gpu_model, checkpoint_s=checkpoint_s)
+                            gpu_model=gpu_model, checkpoint_s=checkpoint_s, requeue=requeue)
         self.events = self.pool.events
         self.events.before = self.pool.metrics.advance
         self.clouds = {name: SimCloudProvider(name, offerings, events=self.events, pool=self.pool,

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from burster.lifecycle import NodeState
-from burster.model import Demand, Market, Node, Offering, Placement, PoolNode, Snapshot
+from burster.model import Demand, Market, Node, Offering, Placement, PoolNode, Requeue, Snapshot
 from burster.plan import Checkpoint
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
+from policies.reclaim import ReclaimParams
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 OD = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
@@ -40,11 +44,35 @@ def test_a_cloud_job_moves_back_onto_free_reserved_gpus_nobody_waits_for() -> No
     assert "move job cj back on-prem" in plan.actions[0].reason  # type: ignore[attr-defined]
 
 
-def test_free_gpus_owed_to_a_queued_job_are_not_spare() -> None:
-    # an 8-GPU job waits 30 min for the hog to end: the free GPU is its, not the cloud job's
-    head = Demand("head", 8, NOW - timedelta(minutes=1), 4 * 3600, gpu_model="V100")
-    plan = POLICY.decide(snapshot((head,)))
-    assert moved(plan.actions) == []
+def policy(requeue: Requeue) -> BursterPolicy:
+    return BursterPolicy(POLICY.cost, replace(POLICY.params, reclaim=ReclaimParams(requeue=requeue)))
+
+
+@pytest.mark.parametrize("requeue", list(Requeue))
+def test_free_gpus_owed_to_an_earlier_queued_job_are_not_spare(requeue: Requeue) -> None:
+    # an 8-GPU job submitted before the cloud job waits for the hog: the free GPU is its
+    head = Demand("head", 8, NOW - timedelta(hours=2), 4 * 3600, gpu_model="V100")
+    assert moved(policy(requeue).decide(snapshot((head,))).actions) == []
+
+
+@pytest.mark.parametrize(("requeue", "expected"), [(Requeue.SUBMISSION, ["cj"]), (Requeue.BACK, [])])
+def test_a_later_queued_job_blocks_a_move_only_when_the_pool_requeues_at_the_back(
+        requeue: Requeue, expected: list[str]) -> None:
+    # the cloud job was submitted an hour before the queued one: requeued by submission time, it is
+    # ahead of it and may take the free GPU; requeued at the back, it would wait behind it
+    later = Demand("later", 8, NOW - timedelta(minutes=1), 4 * 3600, gpu_model="V100")
+    assert moved(policy(requeue).decide(snapshot((later,))).actions) == expected
+
+
+def test_a_job_already_leaving_the_cloud_has_first_claim() -> None:
+    # an earlier 1-GPU cloud job is checkpointing on its way back: the one free GPU is owed to it
+    snap = snapshot(())
+    early = Demand("early", 1, NOW - timedelta(hours=3), 6 * 3600, gpu_model="V100")
+    leaving = Node("n0", OD, NodeState.CHECKPOINTING, NOW - timedelta(hours=3), "rq0", job_id="early")
+    running = (*snap.running, Placement(early, ("n0",), NOW - timedelta(hours=3), True, Market.ON_DEMAND,
+                                        OD.price_per_hour_usd))
+    busy = Snapshot(NOW, (), running, snap.pool_nodes, (leaving, *snap.cloud_nodes), snap.offerings)
+    assert moved(POLICY.decide(busy).actions) == []
 
 
 def test_a_job_is_not_moved_back_onto_gpus_scattered_over_nodes() -> None:

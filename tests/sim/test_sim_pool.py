@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from burster.model import Demand, Market, Offering
+import pytest
+
+from burster.model import Demand, Market, Offering, Requeue
 from providers.sim.events import EventQueue
 from providers.sim.pool import SimPool
 
@@ -13,8 +15,8 @@ SPOT = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Mark
 ON_DEMAND = Offering("aws", "us-east-1", "use1-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
 
 
-def job(name: str) -> Demand:
-    return Demand(name, 1, T0, 3600.0, gpu_model="V100")
+def job(name: str, submitted_min: int = 0) -> Demand:
+    return Demand(name, 1, T0 + timedelta(minutes=submitted_min), 3600.0, gpu_model="V100")
 
 
 def test_an_idle_burst_node_does_not_take_a_job_whose_own_node_is_booting() -> None:
@@ -35,3 +37,20 @@ def test_an_idle_burst_node_does_not_take_a_job_whose_own_node_is_booting() -> N
     pool.schedule(T0)
     assert {p.job.job_id: p.node_ids for p in pool.running()} == {"b": ("spare",), "a": ("a-node",)}
     assert pool.metrics.reclaims == 0
+
+
+@pytest.mark.parametrize(("requeue", "order"), [(Requeue.SUBMISSION, ["a", "b", "c"]),
+                                                (Requeue.BACK, ["b", "c", "a"])])
+def test_a_stopped_job_is_requeued_where_the_pool_puts_it(requeue: Requeue, order: list[str]) -> None:
+    """A, submitted first, runs on a burst node that is drained while B and C wait."""
+    pool = SimPool(EventQueue(), nodes=0, gpus_per_node=8, gpu_model="V100", requeue=requeue)
+    pool.submit(job("a"), T0)
+    pool.expect("a-node", ON_DEMAND, "a")
+    pool.join("a-node")
+    pool.schedule(T0)
+    later = T0 + timedelta(minutes=5)
+    pool.submit(job("b", 1), later)
+    pool.submit(job("c", 2), later)
+    pool.drain("a-node")
+    assert [j.job_id for j in pool.pending()] == order
+    assert pool.pending()[order.index("a")].attempt == 1
