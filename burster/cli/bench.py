@@ -35,6 +35,9 @@ def register(sub: Any) -> None:
     p.add_argument("--days", type=float, help="window length in days (default: the suite's; whole --trace)")
     p.add_argument("--start-day", type=float, help="window start in days from the trace start")
     p.add_argument("--policies", help="comma-separated policy names (default: all six)")
+    p.add_argument("--requeue", choices=("submission", "back"), default="submission",
+                   help="where the simulated pool puts a stopped job back in its queue (pool.requeue; "
+                        "default submission: its place by submission time; back: like Slurm's default)")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     p.set_defaults(func=main)
 
@@ -127,7 +130,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"burster bench: skipped {trace}: {why}", file=sys.stderr)
     if not plan.settings:
         raise ConfigError("nothing to run: every trace of the suite was skipped (see above)")
-    sources = Sources(args.prices, args.spot)
+    sources = Sources(args.prices, args.spot, args.requeue)
     if args.json:
         result = run_suite(plan.settings, policies, sources, workers=args.workers)
     else:

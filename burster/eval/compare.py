@@ -64,10 +64,12 @@ class Setting:
 
 @dataclass(frozen=True)
 class Sources:
-    """Where prices and spot availability come from (None: bundled / ../shared defaults)."""
+    """The world besides the trace: where prices and spot availability come from (None: bundled /
+    ../shared defaults), and where the simulated pool requeues a stopped job (``pool.requeue``)."""
 
     prices: Path | None = None
     spot: Path | None = None
+    requeue: str = "submission"
 
 
 @dataclass
@@ -131,12 +133,12 @@ def pool_sizes(load_gpus: float, utilizations: Sequence[float] = UTILIZATIONS) -
     return sizes
 
 
-def bench_config(nodes: int) -> Any:
-    """Config defaults, except the pool size and no cap on burst nodes (the bound has none: the
-    comparison is of policies, not of the max_nodes guard, which would otherwise bind on big traces)."""
+def bench_config(nodes: int, requeue: str = "submission") -> Any:
+    """Config defaults, except the pool size and requeue order and no cap on burst nodes (the bound has
+    none: the comparison is of policies, not of the max_nodes guard, which would bind on big traces)."""
     from burster.config import parse_config
 
-    return parse_config({"pool": {"nodes": nodes, "gpus_per_node": GPUS_PER_NODE},
+    return parse_config({"pool": {"nodes": nodes, "gpus_per_node": GPUS_PER_NODE, "requeue": requeue},
                          "guards": {"max_nodes": MAX_BURST_NODES}}, "bench")
 
 
@@ -149,7 +151,7 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
 
     w = setting.window
     trace = cached_trace(w.path, w.fmt)
-    sim = build_simulation(bench_config(setting.nodes), trace, policy=policy, seed=setting.seed,
+    sim = build_simulation(bench_config(setting.nodes, sources.requeue), trace, policy=policy, seed=setting.seed,
                            prices=sources.prices, spot_dir=sources.spot, days=w.days, start_day=w.start_day)
     world: Any = sim.world
     start = sim.clock.now()

@@ -150,3 +150,12 @@ def test_synthesized_spot_series_of_different_seeds_do_not_share_cached_drops() 
     assert a.data != b.data and a.name != b.name
     a.next_drop(0.0)  # fills the per-series cache
     assert b.next_drop(0.0) == min(d for d in b.drops())
+
+
+def test_the_requeue_order_reaches_the_simulated_pool() -> None:
+    """Same day of the bundled sample: requeuing stopped jobs at the back changes what Burster does."""
+    plan = plan_settings([Window(str(DEMO_TRACE), "philly", 1.0, 1.0)], seeds=[0], nodes=[9])
+    by_order = {rq: run_arm(plan.settings[0], "burster", Sources(requeue=rq)).summary
+                for rq in ("submission", "back")}
+    assert by_order["submission"]["launches"] != by_order["back"]["launches"]
+    assert by_order["submission"]["jobs"] == by_order["back"]["jobs"] > 0
