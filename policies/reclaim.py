@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -74,7 +76,9 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     free_by_node = {n.node_id: n.free_gpus for n in snapshot.pool_nodes}
     model_of = {n.node_id: n.gpu_model for n in snapshot.pool_nodes}
     free = {m: queue.free_gpus(m) for m in queue.total}
-    owed = _owed(snapshot)
+    if not any(v > 0 for v in free.values()):
+        return out
+    claims = _Claims(_owed(snapshot), queue, requeue)
     ready = {n.node_id for n in snapshot.cloud_nodes
              if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
     cloud = [p for p in snapshot.running if p.on_cloud and all(i in ready for i in p.node_ids)]
@@ -82,9 +86,7 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
         model = queue.model_for(p.job)
         if model is None:
             continue
-        ahead = sum(j.gpus for j in owed if queue.model_for(j) == model
-                    and (requeue is Requeue.BACK or j.submitted_at <= p.job.submitted_at))
-        if free.get(model, 0) - ahead < p.job.gpus:
+        if free.get(model, 0) - claims.ahead_of(p.job, model) < p.job.gpus:
             continue
         slots = _fit(p.job.nodes, p.job.gpus_per_node, model, free_by_node, model_of)
         if slots is None:
@@ -105,6 +107,32 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
                         f"${saved:.2f} of cloud at ${p.price_per_hour_usd:.2f}/h"),
             ))
     return out
+
+
+class _Claims:
+    """GPUs per model owed to the jobs the pool will put ahead of a requeued job."""
+
+    def __init__(self, owed: list[Demand], queue: ReservedQueue, requeue: Requeue) -> None:
+        self.back = requeue is Requeue.BACK
+        by_model: dict[str, list[tuple[float, int]]] = {}
+        for j in owed:
+            model = queue.model_for(j)
+            if model is not None:
+                by_model.setdefault(model, []).append((j.submitted_at.timestamp(), j.gpus))
+        self.times: dict[str, list[float]] = {}
+        self.sums: dict[str, list[int]] = {}  # sums[m][k]: GPUs of the k earliest-submitted
+        for model, items in by_model.items():
+            items.sort()
+            self.times[model] = [t for t, _ in items]
+            self.sums[model] = [0, *itertools.accumulate(g for _, g in items)]
+
+    def ahead_of(self, job: Demand, model: str) -> int:
+        sums = self.sums.get(model)
+        if sums is None:
+            return 0
+        if self.back:
+            return sums[-1]
+        return sums[bisect.bisect_right(self.times[model], job.submitted_at.timestamp())]
 
 
 def _owed(snapshot: Snapshot) -> list[Demand]:
