@@ -233,7 +233,9 @@ def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, p
              spot_slack_s(job, now, cost, params, offering) - params.stuck_after_s,
              slack_s(job, now, cost) - params.stuck_after_s - params.deadline_margin_s
              if params.deadline_trigger else math.inf]
-    return [now + timedelta(seconds=s) for s in ahead if 0 < s < math.inf]
+    # each rule fires once strictly past its boundary: wake just after it, so the pass lands on the
+    # first tick where the rule holds (a wake exactly on the boundary would find it still false)
+    return [now + timedelta(seconds=s, microseconds=1) for s in ahead if 0 <= s < math.inf]
 
 
 def _launch(job: Demand, offering: Offering, cost: CostModel, reason: str) -> Launch:
