@@ -66,7 +66,8 @@ def _burster(config: BursterConfig, cost: CostModel) -> Policy:
     return BursterPolicy(cost, BursterParams(
         burst=BurstParams(max_wait_s=p.max_wait_s, deadline_margin_s=p.deadline_margin_s, prewarm=p.prewarm),
         reclaim=ReclaimParams(idle_ttl_s=p.idle_ttl_s, tick_s=config.controller.tick_s,
-                              move_back=p.reclaim_to_onprem, requeue=config.pool.requeue),
+                              move_back=p.reclaim_to_onprem, consolidate=p.consolidate,
+                              requeue=config.pool.requeue),
         guards=guard_params(config),
     ))
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from burster.model import Snapshot
 from burster.plan import Action, Checkpoint, Drain, Plan
 from policies.burst import BurstParams, burst
+from policies.consolidate import consolidate
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.guards import GuardParams, apply_guards, enforce_budget
@@ -47,6 +48,9 @@ class BursterPolicy:
         if p.reclaim.move_back:
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
             actions += [a for a in move_back(snapshot, self.cost, queue, p.reclaim.requeue) if a.node_id not in busy]
+        if p.reclaim.consolidate:
+            stopping_nodes = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain))
+            actions += consolidate(snapshot, self.cost, p.burst, stopping_nodes)
         plan = apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=p.reclaim.idle_ttl_s, guards=p.guards,
                                 reads_signals=p.burst.prewarm)

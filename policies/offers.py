@@ -47,6 +47,7 @@ class OfferBook:
             self._by_model.setdefault(o.gpu_model, []).append(o)
         self._best: dict[ShapeKey, Offering | None] = {}
         self._spot_ranks: dict[ShapeKey, tuple[list[Offering], list[float]]] = {}
+        self._rates: dict[tuple[int, int, float, str], float] = {}
 
     def _candidates(self, gpu_model: str) -> Iterable[Offering]:
         return self._by_model.get(gpu_model, ()) if gpu_model else self.offerings
@@ -109,6 +110,14 @@ class OfferBook:
                 neg_min.append(-low)
             hit = self._spot_ranks[key] = (spots, neg_min)
         return hit
+
+    def rate(self, job: Demand, o: Offering) -> float:
+        """Expected $ per hour of useful run of ``job``'s gang on ``o`` (price plus spot rework), memoized."""
+        key = (job.nodes, job.gpus_per_node, job.checkpoint_interval_s, o.key)
+        rate = self._rates.get(key)
+        if rate is None:
+            rate = self._rates[key] = self._rate(job, o)
+        return rate
 
     def _rate(self, job: Demand, o: Offering) -> float:
         nodes = self.cost.nodes_for(job, o)

@@ -27,6 +27,7 @@ class ReclaimParams:
     idle_ttl_s: float = 300.0
     tick_s: float = 10.0
     move_back: bool = True
+    consolidate: bool = True  # move cloud jobs to cheaper cloud capacity (policies/consolidate.py)
     requeue: Requeue = Requeue.SUBMISSION  # the pool's requeue order: decides who is ahead of a moved job
 
 

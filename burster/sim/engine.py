@@ -2,7 +2,7 @@
 
 The controller ticks every ``tick_s`` like the live service. A pass that decides nothing is
 repeated only when something could change its answer: the loop jumps to the first tick at or after
-the next world change (an event, an arrival, a spot availability flip while work is queued), the
+the next world change (an event, an arrival, a spot availability flip while work is queued or cloud nodes live), the
 expiry of a blocked offering, or the instant the policy itself names (``PassReport.quiet_until``,
 e.g. an idle node reaching its TTL). Every pass it skips would have returned an empty plan, so the
 result is the same as ticking through; ``skip=False`` ticks through to prove it.
@@ -73,8 +73,8 @@ def _wake(world: World, reconciler: Reconciler, report: PassReport | None, now: 
     busy = report is not None and (report.quiet_until is None or report.errors or state.tickets or state.intents)
     if busy:
         return None
-    queued = not world.quiet
-    times = [world.next_change(now, spot=queued)]
+    # a spot pool coming back can make a queued job burst, or a running one move to it
+    times = [world.next_change(now, spot=not world.quiet or state.has_live())]
     if report is not None:
         times.append(report.quiet_until)
         times += [until for until in state.blocked.values() if until > now]
