@@ -166,7 +166,12 @@ class Reconciler:
         provider = self.providers[a.offering.provider]
         base = a.request_id
         tries = self.state.failed_requests.get(base, 0)
-        if tries:  # clouds remember a failed request id (EC2 ClientToken): a new attempt needs a new id
+        # clouds remember a request id (EC2 ClientToken): a new attempt after a failure, or after the
+        # nodes of an earlier one ended before the job used them (preempted while booting), needs a new id
+        while self.state.request_spent(f"{base}-r{tries}" if tries else base):
+            tries += 1
+            self.state.failed_requests[base] = tries
+        if tries:
             a = replace(a, request_id=f"{a.request_id}-r{tries}")
         self.state.put_intent(a)
         tags = (("team", a.team), ("project", a.project), ("sprint", a.sprint), ("job", a.job_id or ""))

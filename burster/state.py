@@ -62,11 +62,12 @@ class MemoryState:
     ledger: list[LedgerEntry] = field(default_factory=list)
     blocked: dict[str, datetime] = field(default_factory=dict)  # offering key -> blocked until
     launch_times: list[datetime] = field(default_factory=list)
-    failed_requests: dict[str, int] = field(default_factory=dict)  # plan request id -> failed attempts
+    failed_requests: dict[str, int] = field(default_factory=dict)  # plan request id -> failed or spent attempts
     spent_usd: float = 0.0
     spent_by_team: dict[str, float] = field(default_factory=dict)
     _live: dict[str, None] = field(default_factory=dict)  # ids of live nodes, in launch order
     _live_by_provider: dict[str, dict[str, None]] = field(default_factory=dict)  # the same, per provider
+    _by_request: dict[str, list[str]] = field(default_factory=dict)  # launch request id -> node ids
 
     # --- intents & nodes -----------------------------------------------------------------------
     def put_intent(self, launch: Launch) -> None:
@@ -80,6 +81,13 @@ class MemoryState:
             self.nodes[rec.node_id] = rec
             self._live[rec.node_id] = None
             self._live_by_provider.setdefault(rec.provider, {})[rec.node_id] = None
+            self._by_request.setdefault(rec.request_id, []).append(rec.node_id)
+
+    def request_spent(self, request_id: str) -> bool:
+        """True when nodes were launched under ``request_id`` and all of them have ended: the cloud
+        would answer that id again with those ended nodes (EC2 ClientToken, the simulated clouds)."""
+        ids = self._by_request.get(request_id)
+        return bool(ids) and not any(i in self._live for i in ids)
 
     def move(self, node_id: str, state: NodeState, **changes: object) -> NodeRecord:
         """Change a node's lifecycle state through the table (raises on an illegal move)."""

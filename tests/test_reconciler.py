@@ -123,3 +123,21 @@ def test_a_retry_after_a_capacity_error_uses_a_new_request_id() -> None:
     w.rec.run_once()
     (node,) = w.cloud.list_nodes()
     assert node.request_id == f"{first}-r1"
+
+
+def test_a_job_whose_burst_node_ended_before_it_started_gets_a_new_launch() -> None:
+    """The cloud answers a reused request id with the ended node (EC2 ClientToken): the relaunch of
+    the same job on the same offering must use a fresh id, or the job never gets a node."""
+    w = World()
+    w.job("a")
+    w.job("b")
+    (first,) = w.rec.run_once().plan.launches
+    (node,) = w.cloud.list_nodes()
+    w.cloud.terminate([node.node_id], request_id="gone")  # taken away before b started on it
+    w.clock.advance(10)
+    report = w.rec.run_once()  # sees the node gone, and b still waiting
+    (again,) = report.plan.launches
+    assert again.request_id == first.request_id  # the plan is the same ...
+    (new,) = w.cloud.list_nodes()  # ... but a new node came up under a fresh id
+    assert new.node_id != node.node_id and new.request_id == f"{first.request_id}-r1"
+    assert not report.errors
