@@ -86,7 +86,7 @@ class MemoryState:
     def request_spent(self, request_id: str) -> bool:
         """True when nodes were launched under ``request_id`` and all of them have ended: the cloud
         would answer that id again with those ended nodes (EC2 ClientToken, the simulated clouds)."""
-        ids = self._by_request.get(request_id)
+        ids = self._by_request.get(request_id, [])
         return bool(ids) and not any(i in self._live for i in ids)
 
     def move(self, node_id: str, state: NodeState, **changes: object) -> NodeRecord:
