@@ -4,7 +4,9 @@ Spot pools come and go: after an interruption a job may be relaunched on the onl
 two or three times the price of the one it lost. When a cheaper offering is launchable again, the
 job is checkpointed (then its nodes drained and terminated) and requeued; the burst rule relaunches
 it on the offering it would pick for a fresh launch (or the pool starts it, if reserved GPUs free
-up). The move happens only when the expected cost of staying exceeds the expected cost of moving:
+up). The move happens only when the requeued job is sure to relaunch at once on that offering (its
+wait budget, counted from submission, is spent, and no idle burst node would take it first), and
+when the expected cost of staying exceeds the expected cost of moving:
 the new nodes' boot, the restart, the old nodes' checkpoint write, the wait cost of the changeover,
 and the new offering's own expected rework. A deadline job moves only if its slack still keeps the
 margin after the changeover.
@@ -14,31 +16,44 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
 from burster.model import Demand, Offering, Placement, Snapshot
 from burster.plan import Checkpoint
-from policies.burst import BurstParams, choose, slack_s
+from policies.burst import BurstParams, choose, slack_s, wait_budget_s
 from policies.cost import CostModel
 from policies.offers import OfferBook, offer_book
 
 
 def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
-                skip: frozenset[str] = frozenset()) -> list[Checkpoint]:
-    """Checkpoints that move cloud jobs (on none of the ``skip`` nodes) to cheaper offerings."""
+                skip: frozenset[str] = frozenset(), wakes: list[datetime] | None = None) -> list[Checkpoint]:
+    """Checkpoints that move cloud jobs (on none of the ``skip`` nodes) to cheaper offerings.
+
+    ``wakes`` (if given) receives the instants at which a job held back only by its wait budget
+    could move, with nothing else happening (for the simulator's skipping of quiet passes).
+    """
     ready = {n.node_id: n.offering for n in snapshot.cloud_nodes
              if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
     book = offer_book(snapshot, cost)
+    idle = _idle_gpus(snapshot)
     candidates: list[tuple[Placement, Offering]] = []
     for p in snapshot.running:
         if not p.on_cloud:
             continue
+        if _lands_on_idle(p.job, idle):
+            continue  # requeued, it would land on an idle burst node, not on the cheaper offering
         current = ready.get(p.node_ids[0])
         if current is None or any(i in skip or (i not in ready or ready[i].key != current.key) for i in p.node_ids):
             continue  # not all up, being stopped already, or a gang split over offerings
-        if _saving_bound(p, current, book, cost, snapshot) > 0:  # else nothing could pay for a move
-            candidates.append((p, current))
+        if _saving_bound(p, current, book, cost, snapshot) <= 0:
+            continue  # no launchable offering could pay for the move (the common case)
+        budget_ends = p.job.submitted_at + timedelta(seconds=wait_budget_s(p.job, params))
+        if snapshot.now <= budget_ends:  # requeued, it might wait for reserved GPUs instead of relaunching
+            if wakes is not None:
+                wakes.append(budget_ends + timedelta(microseconds=1))  # the guard lifts just after
+            continue
+        candidates.append((p, current))
     out: list[Checkpoint] = []
     for p, current in sorted(candidates, key=lambda c: (-c[0].price_per_hour_usd, c[0].job.job_id)):
         job = _now(p, snapshot)
@@ -62,6 +77,30 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
                         f"remaining {job.remaining_s / 3600.0:.1f} h"),
             ))
     return out
+
+
+def _idle_gpus(snapshot: Snapshot) -> dict[str, int]:
+    """The largest idle burst node (GPUs) per GPU model: the pool gives a queued single-node job
+    that fits to such a node before any new launch is up, so a job moved off its node would land
+    there. A node launched for a job still pending is that job's."""
+    pending = {j.job_id for j in snapshot.pending}
+    out: dict[str, int] = {}
+    for n in snapshot.cloud_nodes:
+        if n.busy or n.state not in _UP or (n.for_job is not None and n.for_job in pending):
+            continue
+        model = n.offering.gpu_model
+        out[model] = max(out.get(model, 0), n.offering.gpus_per_node)
+    return out
+
+
+def _lands_on_idle(job: Demand, idle: dict[str, int]) -> bool:
+    if job.nodes > 1:
+        return False  # gangs get fresh, co-located nodes
+    sizes = [idle.get(job.gpu_model, 0)] if job.gpu_model else list(idle.values())
+    return max(sizes, default=0) >= job.gpus
+
+
+_UP = frozenset({NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY})
 
 
 def _saving_bound(p: Placement, current: Offering, book: OfferBook, cost: CostModel, snapshot: Snapshot) -> float:

@@ -6,11 +6,13 @@ time-dependent quantity they use moves in lockstep:
   "waited + expected wait > budget" and "expected wait > spot slack" are constant (the slack of a
   queued job shrinks at the same rate as its expected wait); the wait cost only shrinks;
 - a running job's deadline slack is constant (its remaining work shrinks as the clock moves);
-  "almost done" and the savings of moving a job back only turn actions *off* as time passes;
+  "almost done" and the savings of moving a job back on-prem or to cheaper cloud capacity only turn
+  actions *off* as time passes;
 so an empty plan stays empty until an event (arrival, finish, node ready, notice, spot
 availability change, block expiry), until an idle node reaches its idle TTL, or until a job the
 projection says starts now (but the pool has not started) ages past its wait budget or spot slack
-(the burst rule reports those instants). Budgets accrue with
+(the burst rule reports those instants), or until a cloud job held back from a cheaper offering
+only by its wait budget passes it (consolidation reports those). Budgets accrue with
 time, signals open windows, and an on-prem job past its expected end breaks the lockstep: in those
 cases this returns None (decide every tick).
 """

@@ -22,14 +22,17 @@ PARAMS = BurstParams(prewarm=False)
 
 
 def snapshot(hours_left: float = 10.0, *, offerings: tuple[Offering, ...] = (PRICEY, CHEAP),
-             deadline_in_h: float | None = None, pool_free: int = 0) -> Snapshot:
-    """One 1-GPU job on the pricey spot pool, started 2 h ago; a full one-node on-prem pool."""
+             deadline_in_h: float | None = None, pool_free: int = 0, submitted_h_ago: float = 12.0,
+             extra_nodes: tuple[Node, ...] = ()) -> Snapshot:
+    """One 1-GPU job on the pricey spot pool, started 2 h ago (submitted 12 h ago: its wait budget
+    of a quarter of its run is spent); a full one-node on-prem pool."""
     deadline = NOW + timedelta(hours=deadline_in_h) if deadline_in_h is not None else None
-    job = Demand("cj", 1, NOW - timedelta(hours=3), (2 + hours_left) * 3600, gpu_model="V100",
+    job = Demand("cj", 1, NOW - timedelta(hours=submitted_h_ago), (2 + hours_left) * 3600, gpu_model="V100",
                  deadline=deadline, job_class=JobClass.STRICT if deadline else JobClass.BEST_EFFORT)
     running = (Placement(job, ("n1",), NOW - timedelta(hours=2), True, Market.SPOT, PRICEY.price_per_hour_usd),)
     node = Node("n1", PRICEY, NodeState.READY, NOW - timedelta(hours=2), "rq", job_id="cj")
-    return Snapshot(NOW, (), running, (PoolNode("onprem-0", "V100", 8, pool_free),), (node,), offerings)
+    return Snapshot(NOW, (), running, (PoolNode("onprem-0", "V100", 8, pool_free),), (node, *extra_nodes),
+                    offerings)
 
 
 def moved(actions: list[Checkpoint] | tuple[object, ...]) -> list[str]:
@@ -56,6 +59,21 @@ def test_no_move_when_the_changeover_costs_more_than_the_rest_of_the_run() -> No
 def test_a_deadline_job_without_room_for_a_changeover_stays() -> None:
     assert moved(consolidate(snapshot(deadline_in_h=10.2), COST, PARAMS)) == []  # 12 min of slack
     assert moved(consolidate(snapshot(deadline_in_h=14.0), COST, PARAMS)) == ["cj"]  # hours of slack
+
+
+def test_a_job_still_inside_its_wait_budget_stays_and_names_when_it_may_move() -> None:
+    # submitted 2.5 h ago, budget 0.25 x 12 h = 3 h: requeued now, it could wait for reserved GPUs
+    # (paused, not moved), so it stays until the budget is spent
+    wakes: list[datetime] = []
+    assert consolidate(snapshot(submitted_h_ago=2.5), COST, PARAMS, wakes=wakes) == []
+    assert wakes == [NOW + timedelta(minutes=30, microseconds=1)]
+
+
+def test_a_job_that_would_land_on_an_idle_burst_node_stays() -> None:
+    # the pool hands a requeued job to an idle burst node that fits, whatever it costs
+    idle = Node("n2", replace(PRICEY, instance_type="p3.8xlarge", gpus_per_node=4, price_per_hour_usd=4.04),
+                NodeState.READY, NOW - timedelta(hours=1), "rq2", idle_since=NOW - timedelta(minutes=1))
+    assert consolidate(snapshot(extra_nodes=(idle,)), COST, PARAMS) == []
 
 
 def test_nodes_already_being_stopped_are_left_alone() -> None:
