@@ -71,6 +71,15 @@ class ReservedQueue:
         idx = bisect.bisect_left(cum, need)
         return self._times[model][idx]
 
+    def shadow(self, model: str, gpus: int) -> tuple[float, int]:
+        """EASY backfill's view of a blocked queue head needing ``gpus`` of ``model``: seconds until
+        the pool alone frees enough for it, and the GPUs spare at that time (nothing else queued)."""
+        cum = self._cum.get(model)
+        if not cum or gpus > cum[-1]:
+            return INF, cum[-1] if cum else 0
+        idx = bisect.bisect_left(cum, gpus)
+        return self._times[model][idx], cum[idx] - gpus
+
     def reset(self) -> None:
         """Forget what was enqueued: back to the projection of the pool alone."""
         self._queued.clear()

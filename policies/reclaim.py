@@ -13,10 +13,10 @@ from __future__ import annotations
 import bisect
 import itertools
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, Node, Requeue, Snapshot
+from burster.model import Demand, Node, Placement, Requeue, Snapshot
 from burster.plan import Action, Checkpoint, Terminate, request_id
 from policies.cost import BILLING, DEFAULT_BILLING, CostModel
 from policies.queue import ReservedQueue
@@ -70,8 +70,9 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     head whatever the controller plans. So a job may move only into GPUs not owed to the jobs that
     will be ahead of it: every pending job (also one whose burst nodes are booting) and every job
     already leaving the cloud, or with ``Requeue.SUBMISSION`` only those submitted no later than
-    it. Moving into GPUs owed to others would strand it on-prem and burst it again. The job must
-    also fit the nodes as they are: each gang member on one node with enough free GPUs.
+    it. Moving into GPUs owed to others would strand it on-prem and burst it again, unless the pool's
+    EASY backfill would start it anyway (``_Backfill``). The job must also fit the nodes as they
+    are: each gang member on one node with enough free GPUs.
     """
     out: list[Checkpoint] = []
     free_by_node = {n.node_id: n.free_gpus for n in snapshot.pool_nodes}
@@ -80,6 +81,7 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     if not any(v > 0 for v in free.values()):
         return out
     claims = _Claims(_owed(snapshot), queue, requeue)
+    backfill = _Backfill(snapshot, queue)
     ready = {n.node_id for n in snapshot.cloud_nodes
              if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
     cloud = [p for p in snapshot.running if p.on_cloud and all(i in ready for i in p.node_ids)]
@@ -87,7 +89,8 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
         model = queue.model_for(p.job)
         if model is None:
             continue
-        if free.get(model, 0) - claims.ahead_of(p.job, model) < p.job.gpus:
+        if free.get(model, 0) - claims.ahead_of(p.job, model) < p.job.gpus and \
+                not backfill.admits(p, model, free.get(model, 0), cost.p.restart_overhead_s, snapshot.now):
             continue
         slots = _fit(p.job.nodes, p.job.gpus_per_node, model, free_by_node, model_of)
         if slots is None:
@@ -134,6 +137,34 @@ class _Claims:
         if self.back:
             return sums[-1]
         return sums[bisect.bisect_right(self.times[model], job.submitted_at.timestamp())]
+
+
+class _Backfill:
+    """The pool's EASY backfill, seen from a cloud job that would requeue behind a blocked head: the
+    pool starts it now if it fits the free GPUs and ends before the head's reserved start (the
+    shadow time) or uses only GPUs spare at that time."""
+
+    def __init__(self, snapshot: Snapshot, queue: ReservedQueue) -> None:
+        leaving = _owed(snapshot)[len(snapshot.pending):]
+        self.heads: dict[str, tuple[float, int]] = {}  # model -> (shadow s from now, spare GPUs)
+        booting = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and not n.busy}
+        for j in [*snapshot.pending, *leaving]:
+            model = queue.model_for(j)
+            if model is None or model in self.heads or j.job_id in booting:
+                continue
+            self.heads[model] = queue.shadow(model, j.gpus)
+
+    def admits(self, p: Placement, model: str, free: int, restart_s: float, now: datetime) -> bool:
+        head = self.heads.get(model)
+        if head is None or p.job.gpus > free:
+            return False
+        shadow_s, spare = head
+        if p.remaining_s(now) + restart_s <= shadow_s:
+            return True
+        if p.job.gpus <= spare:
+            self.heads[model] = (shadow_s, spare - p.job.gpus)
+            return True
+        return False
 
 
 def _owed(snapshot: Snapshot) -> list[Demand]:

@@ -50,9 +50,29 @@ def policy(requeue: Requeue) -> BursterPolicy:
 
 @pytest.mark.parametrize("requeue", list(Requeue))
 def test_free_gpus_owed_to_an_earlier_queued_job_are_not_spare(requeue: Requeue) -> None:
-    # an 8-GPU job submitted before the cloud job waits for the hog: the free GPU is its
-    head = Demand("head", 8, NOW - timedelta(hours=2), 4 * 3600, gpu_model="V100")
+    # a 16-GPU job submitted before the cloud job waits for the hog (30 min): the free GPU is its,
+    # and the cloud job (5 h left) would not end before the head starts, so no backfill either
+    head = Demand("head", 16, NOW - timedelta(hours=2), 4 * 3600, gpu_model="V100", nodes=2)
     assert moved(policy(requeue).decide(snapshot((head,))).actions) == []
+
+
+@pytest.mark.parametrize("requeue", list(Requeue))
+def test_a_job_the_pools_backfill_would_start_moves_back_behind_a_blocked_head(requeue: Requeue) -> None:
+    # EASY backfill: behind a head that waits for the hog, a job starts now if it ends before the
+    # head's reserved start (30 min) or fits in what the head leaves spare then
+    whole = Demand("head", 16, NOW - timedelta(hours=2), 4 * 3600, gpu_model="V100", nodes=2)
+    short = _with_cloud_job(snapshot((whole,)), hours_left=20 / 60)  # 20 min + a 5 min restart: fits
+    assert moved(policy(requeue).decide(short).actions) == ["cj"]
+    half = Demand("head", 8, NOW - timedelta(hours=2), 4 * 3600, gpu_model="V100")
+    assert moved(policy(requeue).decide(snapshot((half,))).actions) == ["cj"]  # 8 spare at 30 min
+
+
+def _with_cloud_job(snap: Snapshot, *, hours_left: float) -> Snapshot:
+    """``snap`` with its cloud job replaced by one started an hour ago with ``hours_left`` to run."""
+    cj = Demand("cj", 1, NOW - timedelta(hours=1), (1 + hours_left) * 3600, gpu_model="V100")
+    running = (snap.running[0], Placement(cj, ("n1",), NOW - timedelta(hours=1), True, Market.ON_DEMAND,
+                                          OD.price_per_hour_usd))
+    return replace(snap, running=running)
 
 
 @pytest.mark.parametrize(("requeue", "expected"), [(Requeue.SUBMISSION, ["cj"]), (Requeue.BACK, [])])
@@ -60,7 +80,7 @@ def test_a_later_queued_job_blocks_a_move_only_when_the_pool_requeues_at_the_bac
         requeue: Requeue, expected: list[str]) -> None:
     # the cloud job was submitted an hour before the queued one: requeued by submission time, it is
     # ahead of it and may take the free GPU; requeued at the back, it would wait behind it
-    later = Demand("later", 8, NOW - timedelta(minutes=1), 4 * 3600, gpu_model="V100")
+    later = Demand("later", 16, NOW - timedelta(minutes=1), 4 * 3600, gpu_model="V100", nodes=2)
     assert moved(policy(requeue).decide(snapshot((later,))).actions) == expected
 
 
