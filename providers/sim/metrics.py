@@ -24,6 +24,7 @@ class PoolMetrics:
     reclaims: int = 0
     lost_gpu_hours: float = 0.0
     cloud_gpu_hours: float = 0.0  # GPU-hours jobs ran on burst nodes (lost work included)
+    requeued_wait_gpu_hours: float = 0.0  # GPU-hours started jobs spent back in the queue after a stop
     busy_gpu_s: float = 0.0
     elapsed_s: float = 0.0
     window_end: datetime | None = None  # utilization counts only up to here (the arrival window)
@@ -55,6 +56,8 @@ class PoolMetrics:
             self.waits_s.append(wait_s)
             self.within_budget += wait_s <= max(600.0, 0.25 * job.est_runtime_s)
             self.started_on_cloud += on_cloud
+        elif job.queued_at is not None:  # a restart: the first-wait metrics do not see this pause
+            self.requeued_wait_gpu_hours += job.gpus * max((now - job.queued_at).total_seconds(), 0.0) / 3600.0
 
     def finished(self, job: Demand, now: datetime) -> None:
         self.finished_jobs += 1

@@ -54,3 +54,22 @@ def test_a_stopped_job_is_requeued_where_the_pool_puts_it(requeue: Requeue, orde
     pool.drain("a-node")
     assert [j.job_id for j in pool.pending()] == order
     assert pool.pending()[order.index("a")].attempt == 1
+
+
+def test_the_pause_of_a_stopped_job_until_its_restart_is_measured() -> None:
+    """A 2-GPU job stopped 5 min in and restarted 10 min later: 2 GPUs x 10 min queued again, which
+    the first-wait percentiles do not see."""
+    pool = SimPool(EventQueue(), nodes=0, gpus_per_node=8, gpu_model="V100")
+    pool.submit(Demand("a", 2, T0, 3600.0, gpu_model="V100"), T0)
+    pool.expect("n1", ON_DEMAND, "a")
+    pool.join("n1")
+    pool.schedule(T0)
+    pool.metrics.advance(T0 + timedelta(minutes=5))
+    pool.drain("n1")
+    assert pool.metrics.requeued_wait_gpu_hours == 0.0
+    pool.expect("n2", ON_DEMAND, "a")
+    pool.join("n2")
+    pool.schedule(T0 + timedelta(minutes=15))
+    assert [p.job.job_id for p in pool.running()] == ["a"]
+    assert pool.metrics.requeued_wait_gpu_hours == pytest.approx(2 * 10 / 60)
+    assert pool.metrics.waits_s == [0.0]  # its first wait only
