@@ -50,7 +50,7 @@ class BursterPolicy:
             actions += [a for a in move_back(snapshot, self.cost, queue, p.reclaim.requeue) if a.node_id not in busy]
         if p.reclaim.consolidate:
             stopping_nodes = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain))
-            actions += consolidate(snapshot, self.cost, p.burst, stopping_nodes, wakes)
+            actions += consolidate(snapshot, self.cost, p.burst, stopping_nodes)
         plan = apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=p.reclaim.idle_ttl_s, guards=p.guards,
                                 reads_signals=p.burst.prewarm)

@@ -11,8 +11,7 @@ time-dependent quantity they use moves in lockstep:
 so an empty plan stays empty until an event (arrival, finish, node ready, notice, spot
 availability change, block expiry), until an idle node reaches its idle TTL, or until a job the
 projection says starts now (but the pool has not started) ages past its wait budget or spot slack
-(the burst rule reports those instants), or until a cloud job held back from a cheaper offering
-only by its wait budget passes it (consolidation reports those). Budgets accrue with
+(the burst rule reports those instants). Budgets accrue with
 time, signals open windows, and an on-prem job past its expected end breaks the lockstep: in those
 cases this returns None (decide every tick).
 """

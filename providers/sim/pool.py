@@ -188,9 +188,10 @@ class SimPool:
 
     def _start_on_idle_burst(self, now: datetime, booting: set[str | None]) -> None:
         """Idle joined burst nodes take queued single-node jobs that fit, except a job whose own nodes
-        are booting: it is allocated to them (as Slurm allocates a job to cloud nodes it powers up)."""
+        are booting: it is allocated to them (as Slurm allocates a job to cloud nodes it powers up).
+        A node launched for a job that runs elsewhere (a move to cheaper capacity) waits for it."""
         idle = [b for b in self.burst.values() if b.joined and not b.draining and b.job_id is None
-                and (b.for_job is None or b.for_job not in self.queue)]
+                and (b.for_job is None or (b.for_job not in self.queue and b.for_job not in self.runs))]
         for b in sorted(idle, key=lambda b: b.node_id):
             for job in self.queue.values():
                 if job.job_id not in booting and job.nodes == 1 and job.gpus <= b.offering.gpus_per_node and (
