@@ -65,7 +65,10 @@ def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params:
     slack = slack_s(job, snapshot.now, cost)
     if slack != math.inf and slack - _pause_s(cost) < params.deadline_margin_s:
         return None  # no room for a changeover: the deadline rules own this job
-    target = choose(job, snapshot.now, cost, params, book)
+    key = (job.job_id, job.attempt, params)
+    if key not in book.targets:  # a running job's slack is constant: so is its target for this book
+        book.targets[key] = choose(job, snapshot.now, cost, params, book)
+    target = book.targets[key]
     if target is None or target.key == current.key:
         return None
     saved = _stay_usd(job, current, cost) - _move_usd(job, p, target, cost, snapshot)

@@ -48,6 +48,9 @@ class OfferBook:
         self._best: dict[ShapeKey, Offering | None] = {}
         self._spot_ranks: dict[ShapeKey, tuple[list[Offering], list[float]]] = {}
         self._rates: dict[tuple[int, int, float, str], float] = {}
+        # (running job id, attempt, burst params) -> where it would be launched now: constant while
+        # this book is (a running job's deadline slack does not change as it runs)
+        self.targets: dict[tuple[str, int, object], Offering | None] = {}
 
     def _candidates(self, gpu_model: str) -> Iterable[Offering]:
         return self._by_model.get(gpu_model, ()) if gpu_model else self.offerings
