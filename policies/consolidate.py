@@ -111,15 +111,24 @@ _UP = frozenset({NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, No
 
 def _saving_bound(p: Placement, current: Offering, book: OfferBook, cost: CostModel, snapshot: Snapshot) -> float:
     """An upper bound on what any move saves: to the cheapest launchable offering per useful hour,
-    with only the restart and the wait value of the pause charged."""
-    cheapest = book.best(p.job)
-    if cheapest is None:
-        return 0.0
-    low = book.rate(p.job, cheapest)
-    left_h = p.remaining_s(snapshot.now) / 3600.0
-    wait_usd = p.job.gpus * _pause_s(cost) / 3600.0 * cost.p.wait_value_usd_per_gpu_hour * (1 + p.job.priority)
-    return ((book.rate(p.job, current) - low) * left_h - low * cost.p.restart_overhead_s / 3600.0 - wait_usd
-            + _interruption_pauses_usd(p.job, current, cost, p.remaining_s(snapshot.now)))
+    with only the restart and the wait value of the pause charged. Linear in the hours left, with
+    coefficients memoized per job shape and offering for this book."""
+    job = p.job
+    key = (job.gpu_model, job.nodes, job.gpus, job.checkpoint_interval_s, job.priority, current.key)
+    line = book.bounds.get(key)
+    if line is None:
+        cheapest = book.best(job)
+        if cheapest is None:
+            line = (0.0, 1.0)
+        else:
+            low = book.rate(job, cheapest)
+            per_h = book.rate(job, current) - low + _interruption_pauses_usd(job, current, cost, 3600.0)
+            fixed = (low * cost.p.restart_overhead_s / 3600.0
+                     + job.gpus * _pause_s(cost) / 3600.0 * cost.p.wait_value_usd_per_gpu_hour * (1 + job.priority))
+            line = (per_h, fixed)
+        book.bounds[key] = line
+    per_h, fixed = line
+    return per_h * p.remaining_s(snapshot.now) / 3600.0 - fixed
 
 
 def _now(p: Placement, snapshot: Snapshot) -> Demand:

@@ -51,6 +51,7 @@ class OfferBook:
         # (running job id, attempt, burst params) -> where it would be launched now: constant while
         # this book is (a running job's deadline slack does not change as it runs)
         self.targets: dict[tuple[str, int, object], Offering | None] = {}
+        self.bounds: dict[tuple[object, ...], tuple[float, float]] = {}  # consolidation's saving bound lines
 
     def _candidates(self, gpu_model: str) -> Iterable[Offering]:
         return self._by_model.get(gpu_model, ()) if gpu_model else self.offerings
