@@ -49,8 +49,10 @@ class BursterPolicy:
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
             actions += [a for a in move_back(snapshot, self.cost, queue, p.reclaim.requeue) if a.node_id not in busy]
         if p.reclaim.consolidate:
-            stopping_nodes = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain))
-            actions += consolidate(snapshot, self.cost, p.burst, stopping_nodes)
+            # protected nodes can't be checkpointed: launching a job's new nodes would only idle them
+            keep = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain)) \
+                | p.guards.protected_node_ids | {n.node_id for n in snapshot.cloud_nodes if n.protected}
+            actions += consolidate(snapshot, self.cost, p.burst, keep)
         plan = apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=p.reclaim.idle_ttl_s, guards=p.guards,
                                 reads_signals=p.burst.prewarm)

@@ -13,6 +13,7 @@ from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.consolidate import consolidate
 from policies.cost import CostModel, CostParams
+from policies.guards import GuardParams
 from policies.reclaim import ReclaimParams
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
@@ -83,6 +84,12 @@ def test_a_flaky_cheap_pool_is_charged_its_interruptions_pauses() -> None:
 
 def test_nodes_already_being_stopped_are_left_alone() -> None:
     assert consolidate(snapshot(), COST, PARAMS, frozenset({"n1"})) == []
+
+
+def test_a_job_on_a_protected_node_gets_no_new_nodes() -> None:
+    # its checkpoint would be refused, so new nodes would only idle until their TTL, again and again
+    guarded = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(protected_node_ids=frozenset({"n1"}))))
+    assert launched(guarded.decide(snapshot()).actions) == []
 
 
 def test_the_composed_policy_moves_back_on_prem_first_and_consolidates_only_when_enabled() -> None:
