@@ -38,6 +38,9 @@ class PassReport:
     quiet_until: datetime | None = None
 
 
+MAX_BLOCK_FACTOR = 8  # a dry offering is retried at most every 8 x block_s (80 min by default)
+
+
 class Reconciler:
     def __init__(
         self,
@@ -195,10 +198,17 @@ class Reconciler:
         self.nodes.adopt(nodes, a, now)
         self.state.clear_intent(a.request_id)
         self.state.launch_times += [now] * len(nodes)
+        self.state.block_strikes.pop(a.offering.key, None)
         return len(nodes)
 
     def _block(self, key: str, now: datetime) -> None:
-        self.state.blocked[key] = now + timedelta(seconds=self.block_s)
+        """Block an offering after a capacity or quota error: ``block_s``, doubled for each error in a
+        row on it (up to ``MAX_BLOCK_FACTOR`` times), so a pool that stays dry is not retried at every
+        expiry; a successful launch on it resets the count."""
+        strikes = self.state.block_strikes.get(key, 0) + 1
+        self.state.block_strikes[key] = strikes
+        factor = min(2 ** (strikes - 1), MAX_BLOCK_FACTOR)
+        self.state.blocked[key] = now + timedelta(seconds=self.block_s * factor)
 
     def _checkpoint(self, a: Checkpoint) -> None:
         rec = self.state.nodes.get(a.node_id)

@@ -61,6 +61,7 @@ class MemoryState:
     tickets: dict[str, CheckpointTicket] = field(default_factory=dict)
     ledger: list[LedgerEntry] = field(default_factory=list)
     blocked: dict[str, datetime] = field(default_factory=dict)  # offering key -> blocked until
+    block_strikes: dict[str, int] = field(default_factory=dict)  # offering key -> capacity errors in a row
     launch_times: list[datetime] = field(default_factory=list)
     failed_requests: dict[str, int] = field(default_factory=dict)  # plan request id -> failed or spent attempts
     spent_usd: float = 0.0

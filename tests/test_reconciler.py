@@ -141,3 +141,24 @@ def test_a_job_whose_burst_node_ended_before_it_started_gets_a_new_launch() -> N
     (new,) = w.cloud.list_nodes()  # ... but a new node came up under a fresh id
     assert new.node_id != node.node_id and new.request_id == f"{first.request_id}-r1"
     assert not report.errors
+
+
+def test_an_offering_that_stays_dry_is_blocked_longer_each_time_until_a_launch_succeeds() -> None:
+    w = World([CHEAP])
+    w.job("a")
+    w.job("b")
+    blocks = []
+    for _ in range(2):
+        w.cloud.fail_next_launch(CapacityError("fake: InsufficientInstanceCapacity"))
+        now = w.clock.now()
+        assert w.rec.run_once().errors
+        blocks.append((w.rec.state.blocked[CHEAP.key] - now).total_seconds())
+        w.clock.set(w.rec.state.blocked[CHEAP.key] + timedelta(seconds=1))
+    assert blocks == [600.0, 1200.0]  # doubled for the second error in a row
+    (launch,) = w.rec.run_once().plan.launches  # the pool has capacity again
+    assert launch.job_id == "b" and len(w.cloud.list_nodes()) == 1
+    w.job("c")
+    w.cloud.fail_next_launch(CapacityError("fake: InsufficientInstanceCapacity"))
+    now = w.clock.now()
+    assert w.rec.run_once().errors
+    assert (w.rec.state.blocked[CHEAP.key] - now).total_seconds() == 600.0  # the success reset the count
