@@ -22,8 +22,8 @@ table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}td,th{border:1
 td.n{text-align:right}.met{color:#006d2c;font-weight:bold}.missed{color:#b30000;font-weight:bold}
 .flag{color:#b30000}figure{margin:1em 0}h2{border-bottom:1px solid #ccc}"""
 COLUMNS = ("policy", "cloud $", "spot $ / on-demand $", "x lower bound", "captured savings", "wait p50 / p95 / p99 s",
-           "within wait budget", "misses (hard)", "preemptions", "lost GPU-h", "cloud GPU-h", "launches",
-           "reserved util.")
+           "within wait budget", "misses (hard)", "preemptions", "lost GPU-h", "paused GPU-h", "cloud GPU-h",
+           "launches", "reserved util.")
 
 
 def value_text(kind: str, v: float | None) -> str:
@@ -66,7 +66,8 @@ def _row(r: dict[str, Any]) -> str:
              ratio, _pct(r["captured_savings"]),
              f"{r['wait_p50_s']:.0f} / {r['wait_p95_s']:.0f} / {r['wait_p99_s']:.0f}",
              _pct(r["wait_share_within_budget"]), f"{r['deadline_misses']} ({r['hard_deadline_misses']})",
-             str(r["preemptions"]), f"{r['lost_gpu_hours']:.1f}", f"{r['cloud_gpu_hours']:,.0f}", str(r["launches"]),
+             str(r["preemptions"]), f"{r['lost_gpu_hours']:.1f}", f"{r['requeued_wait_gpu_hours']:,.1f}",
+             f"{r['cloud_gpu_hours']:,.0f}", str(r["launches"]),
              _pct(r["onprem_utilization"]))
     tds = "".join(f"<td{'' if i == 0 else ' class=n'}>{escape(c)}</td>" for i, c in enumerate(cells))
     return f"<tr>{tds}</tr>"

@@ -34,7 +34,8 @@ def print_tables(records: Sequence[dict[str, Any]], checks: Sequence[dict[str, A
                    f"{clairvoyant_gpu_h(r0)}")
         t = Table(title=f"{key}\n{bracket}", title_justify="left")
         for c in ("policy", "cloud $", "spot / on-dem. $", "x bound", "captured", "wait p50/p95/p99 s",
-                  "in budget", "misses (hard)", "preempt", "lost GPU-h", "cloud GPU-h", "launches", "reserved util"):
+                  "in budget", "misses (hard)", "preempt", "lost GPU-h", "paused GPU-h", "cloud GPU-h", "launches",
+                  "reserved util"):
             t.add_column(c, justify="left" if c == "policy" else "right", no_wrap=c in ("policy", "wait p50/p95/p99 s"))
         for r in rows:
             u = r["onprem_utilization"]
@@ -45,8 +46,8 @@ def print_tables(records: Sequence[dict[str, Any]], checks: Sequence[dict[str, A
                       _pct(r["captured_savings"]),
                       f"{r['wait_p50_s']:.0f}/{r['wait_p95_s']:.0f}/{r['wait_p99_s']:.0f}",
                       _pct(r["wait_share_within_budget"]), f"{r['deadline_misses']} ({r['hard_deadline_misses']})",
-                      str(r["preemptions"]), f"{r['lost_gpu_hours']:.1f}", f"{r['cloud_gpu_hours']:,.0f}",
-                      str(r["launches"]), f"{u:.1%}{flag}")
+                      str(r["preemptions"]), f"{r['lost_gpu_hours']:.1f}", f"{r['requeued_wait_gpu_hours']:,.1f}",
+                      f"{r['cloud_gpu_hours']:,.0f}", str(r["launches"]), f"{u:.1%}{flag}")
         console.print(t)
     if any(r["policy"] == "reserved-only" and not 0.70 <= r["onprem_utilization"] <= 0.95 for r in records):
         console.print("! reserved-only utilization outside the 70-95 % the pool sweep aims at")

@@ -74,8 +74,9 @@ def test_report_parses_with_one_svg_per_plot_and_the_targets(
     assert "Targets" in text and ("MISSED" in text or "All" in text)
     for c in checks:
         assert c["target"] in text
-    # each setting sets the clairvoyant's cloud GPU-hours beside the arms' column
-    assert "cloud GPU-h" in text
+    # each setting sets the clairvoyant's cloud GPU-hours beside the arms' column, and the pauses
+    # the first-wait percentiles miss
+    assert "cloud GPU-h" in text and "paused GPU-h" in text
     for r in recs:
         assert f"the clairvoyant runs {r['upper_bound_cloud_gpu_hours']:,.0f} GPU-h on the cloud" in text
     assert tags.count.get("script", 0) == 0 and tags.urls == []  # self-contained: nothing fetched
