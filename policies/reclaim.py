@@ -80,8 +80,9 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     free = {m: queue.free_gpus(m) for m in queue.total}
     if not any(v > 0 for v in free.values()):
         return out
-    claims = _Claims(_owed(snapshot), queue, requeue)
-    backfill = _Backfill(snapshot, queue)
+    owed = _owed(snapshot)
+    claims = _Claims(owed, queue, requeue)
+    backfill = _Backfill(snapshot, owed, queue)
     ready = {n.node_id for n in snapshot.cloud_nodes
              if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
     cloud = [p for p in snapshot.running if p.on_cloud and all(i in ready for i in p.node_ids)]
@@ -144,11 +145,11 @@ class _Backfill:
     pool starts it now if it fits the free GPUs and ends before the head's reserved start (the
     shadow time) or uses only GPUs spare at that time."""
 
-    def __init__(self, snapshot: Snapshot, queue: ReservedQueue) -> None:
-        leaving = _owed(snapshot)[len(snapshot.pending):]
+    def __init__(self, snapshot: Snapshot, owed: list[Demand], queue: ReservedQueue) -> None:
+        """``owed``: the pending jobs in queue order, then the jobs leaving the cloud (``_owed``)."""
         self.heads: dict[str, tuple[float, int]] = {}  # model -> (shadow s from now, spare GPUs)
         booting = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and not n.busy}
-        for j in [*snapshot.pending, *leaving]:
+        for j in owed:
             model = queue.model_for(j)
             if model is None or model in self.heads or j.job_id in booting:
                 continue
