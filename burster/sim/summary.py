@@ -49,6 +49,7 @@ def summarize(*, metrics: Any, ledger: Sequence[LedgerEntry], launches: int, pas
         "lost_gpu_hours": round(metrics.lost_gpu_hours, 2),
         "cloud_gpu_hours": round(metrics.cloud_gpu_hours, 2),
         "requeued_wait_gpu_hours": round(metrics.requeued_wait_gpu_hours, 2),
+        "stranded_gpu_hours": round(metrics.stranded_gpu_hours, 2),
         "launches": launches,
         "reconcile_passes": passes,
         "wall_s": round(wall_s, 3),

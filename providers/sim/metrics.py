@@ -25,11 +25,13 @@ class PoolMetrics:
     lost_gpu_hours: float = 0.0
     cloud_gpu_hours: float = 0.0  # GPU-hours jobs ran on burst nodes (lost work included)
     requeued_wait_gpu_hours: float = 0.0  # GPU-hours started jobs spent back in the queue after a stop
+    stranded_gpu_s: float = 0.0  # reserved GPU-seconds idle while jobs that could use them ran on the cloud
     busy_gpu_s: float = 0.0
     elapsed_s: float = 0.0
     window_end: datetime | None = None  # utilization counts only up to here (the arrival window)
     _started: datetime | None = None
     _busy: int = 0
+    _cloud: int = 0  # GPUs of cloud-running jobs the reserved pool could run
 
     def advance(self, now: datetime) -> None:
         """Integrate on-prem busy GPU-seconds up to ``now`` at the current busy level."""
@@ -40,11 +42,16 @@ class PoolMetrics:
             dt = max((upto - self.now).total_seconds(), 0.0)
             self.busy_gpu_s += self._busy * dt
             self.elapsed_s += dt
+            if self._cloud:  # the whole run, like cloud $: not only the arrival window
+                idle = self.capacity_gpus - self._busy
+                self.stranded_gpu_s += min(idle, self._cloud) * (now - self.now).total_seconds()
         if now > self.now:
             self.now = now
 
-    def set_busy(self, busy_gpus: int) -> None:
+    def set_busy(self, busy_gpus: int, cloud_gpus: int = 0) -> None:
+        """Levels from now on: reserved GPUs busy, and GPUs of cloud-running jobs the pool could run."""
         self._busy = busy_gpus
+        self._cloud = cloud_gpus
 
     def submitted(self, job: Demand) -> None:
         self.jobs += 1
@@ -74,6 +81,13 @@ class PoolMetrics:
         else:
             self.reclaims += 1
         self.lost_gpu_hours += job.gpus * lost_s / 3600.0
+
+    @property
+    def stranded_gpu_hours(self) -> float:
+        """Reserved GPU-hours left idle while jobs that could use them ran on the cloud: at most
+        min(idle reserved GPUs, such jobs' GPUs) at each instant (an upper bound on what moving work
+        back could have used; fragmentation can make part of it unusable)."""
+        return self.stranded_gpu_s / 3600.0
 
     @property
     def utilization(self) -> float:

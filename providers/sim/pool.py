@@ -61,6 +61,7 @@ class SimPool:
         self._cache: dict[str, tuple[object, ...]] = {}
         self._ends: list[tuple[float, int]] = []  # (ends_ts, gpus) of on-prem runs, sorted
         self._changed = True  # queue, runs or burst nodes changed since the last schedule()
+        self._cloud_gpus = 0  # GPUs of cloud-running jobs the reserved nodes could run (stranded-capacity KPI)
 
     # --- Pool protocol -------------------------------------------------------------------------
     def pending(self) -> Sequence[Demand]:
@@ -211,6 +212,8 @@ class SimPool:
         self.runs[job.job_id] = run
         if slots:
             bisect.insort(self._ends, (run.ends_ts, job.gpus))
+        elif burst_ids and self.onprem.can_ever_fit(job):
+            self._cloud_gpus += job.gpus
         self.metrics.started(job, now, on_cloud=bool(burst_ids))
         self.events.at(now + timedelta(seconds=job.remaining_s), lambda t: self._finish(job.job_id, run))
         self._dirty()
@@ -255,6 +258,8 @@ class SimPool:
         del self.runs[run.job.job_id]
         if run.on_cloud:
             self.metrics.ran_on_cloud(run.job, (self.metrics.now - run.started_at).total_seconds())
+            if self.onprem.can_ever_fit(run.job):
+                self._cloud_gpus -= run.job.gpus
         self.onprem.give(run.onprem_slots)
         if run.onprem_slots:
             del self._ends[bisect.bisect_left(self._ends, (run.ends_ts, run.job.gpus))]
@@ -304,4 +309,4 @@ class SimPool:
                 self._cache.pop(view, None)
         else:
             self._cache.clear()
-        self.metrics.set_busy(self._busy_onprem())
+        self.metrics.set_busy(self._busy_onprem(), self._cloud_gpus)

@@ -21,8 +21,8 @@ from tests.eval.bench_trace import write_trace
 ISSUE_KEYS = {"trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s", "wait_p95_s", "wait_p99_s",
               "deadline_misses", "lower_bound_usd", "upper_bound_usd"}
 EXTRAS = {"cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses", "preemptions",
-          "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours", "upper_bound_cloud_gpu_hours", "launches",
-          "onprem_utilization", "ratio_to_lower_bound", "captured_savings",
+          "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours", "stranded_gpu_hours",
+          "upper_bound_cloud_gpu_hours", "launches", "onprem_utilization", "ratio_to_lower_bound", "captured_savings",
           "bound_status", "window", "spot_source"}
 
 

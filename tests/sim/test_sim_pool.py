@@ -73,3 +73,29 @@ def test_the_pause_of_a_stopped_job_until_its_restart_is_measured() -> None:
     assert [p.job.job_id for p in pool.running()] == ["a"]
     assert pool.metrics.requeued_wait_gpu_hours == pytest.approx(2 * 10 / 60)
     assert pool.metrics.waits_s == [0.0]  # its first wait only
+
+
+def test_reserved_gpus_idle_while_jobs_that_could_use_them_run_on_the_cloud_are_measured() -> None:
+    """One 8-GPU reserved node runs A (4 GPUs); B (6 GPUs, V100) and C (1 GPU, A100, which the pool
+    cannot run) run on burst nodes. For 30 min, min(4 idle, 6) reserved GPUs sit idle beside B; once
+    B's node is drained (B does not fit the 4 free GPUs and waits) nothing more is counted."""
+    big = Offering("aws", "us-east-1", "use1-az1", "p3.16xlarge", "V100", 8, Market.ON_DEMAND, 24.48)
+    a100 = Offering("aws", "us-east-1", "use1-az1", "p4d.24xlarge", "A100", 8, Market.ON_DEMAND, 32.77)
+    pool = SimPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
+    pool.submit(Demand("a", 4, T0, 7200.0, gpu_model="V100"), T0)
+    pool.schedule(T0)
+    pool.submit(Demand("b", 6, T0, 7200.0, gpu_model="V100"), T0)
+    pool.submit(Demand("c", 1, T0, 7200.0, gpu_model="A100"), T0)
+    pool.expect("b-node", big, "b")
+    pool.expect("c-node", a100, "c")
+    pool.join("b-node")
+    pool.join("c-node")
+    pool.schedule(T0)
+    assert {p.job.job_id: p.on_cloud for p in pool.running()} == {"a": False, "b": True, "c": True}
+    pool.metrics.advance(T0 + timedelta(minutes=30))
+    assert pool.metrics.stranded_gpu_hours == pytest.approx(4 * 0.5)
+    pool.drain("b-node")
+    pool.schedule(T0 + timedelta(minutes=30))
+    pool.metrics.advance(T0 + timedelta(minutes=45))
+    assert [j.job_id for j in pool.pending()] == ["b"]
+    assert pool.metrics.stranded_gpu_hours == pytest.approx(4 * 0.5)
