@@ -102,9 +102,11 @@ def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, boo
 class _IdleCapacity:
     """Idle and incoming burst nodes that pending jobs can use before anything new is launched."""
 
-    def __init__(self, nodes: tuple[Node, ...]) -> None:
+    def __init__(self, nodes: tuple[Node, ...], live_jobs: frozenset[str]) -> None:
+        # a node launched for a job that is no longer pending or running (it finished) is anyone's
         self.free: list[Node] = sorted(
-            (n for n in nodes if not n.busy and n.for_job is None and n.state.value in _USABLE),
+            (n for n in nodes if not n.busy and (n.for_job is None or n.for_job not in live_jobs)
+             and n.state.value in _USABLE),
             key=lambda n: (n.offering.price_per_hour_usd, n.node_id),
         )
 
@@ -153,7 +155,8 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     now = snapshot.now
     queue = queue or ReservedQueue(now, snapshot.pool_nodes, snapshot.running)
     book = offer_book(snapshot, cost)
-    idle = _IdleCapacity(snapshot.cloud_nodes)
+    live = frozenset(j.job_id for j in snapshot.pending) | {p.job.job_id for p in snapshot.running}
+    idle = _IdleCapacity(snapshot.cloud_nodes, live)
     room = _Room(snapshot, queue)
     served = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and n.state.value in _USABLE}
     launches: list[Launch] = []

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNode, Snapshot
+from burster.lifecycle import NodeState
+from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Launch
 from policies.burst import BurstParams, burst, spot_slack_s
 from policies.cost import CostModel, CostParams
@@ -167,3 +168,16 @@ def test_greedy_spot_takes_the_lowest_listed_price_and_burster_the_lowest_expect
     assert isinstance(launch, Launch) and launch.offering == RISKY
     (launch,) = burst(snap, pricier, PARAMS)
     assert launch.offering == SAFE
+
+
+def test_an_idle_node_whose_job_finished_is_used_instead_of_a_new_launch() -> None:
+    """A node keeps the id of the job it was launched for after that job ends: it is still idle
+    capacity. A node launched for a job that is still queued is not."""
+    job = Demand("be", 1, NOW, 36_000, gpu_model="V100")
+    other = Demand("other", 1, NOW, 36_000, gpu_model="V100")
+    finished = Node("n-done", SPOT, NodeState.READY, NOW - timedelta(hours=1), "rq-done", for_job="done",
+                    idle_since=NOW - timedelta(minutes=1))
+    base = snapshot(job, busy_for_s=10_000)
+    assert burst(replace(base, cloud_nodes=(finished,)), COST, PARAMS) == []
+    theirs = replace(base, pending=(other, job), cloud_nodes=(replace(finished, for_job="other"),))
+    assert [launch.job_id for launch in burst(theirs, COST, PARAMS)] == ["be"]
