@@ -22,10 +22,11 @@ from dataclasses import replace
 from datetime import timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, Node, Offering, Placement, Snapshot
+from burster.model import Demand, Offering, Placement, Snapshot
 from burster.plan import Action, Checkpoint, Launch, request_id
 from policies.burst import BurstParams, choose, slack_s
 from policies.cost import CostModel
+from policies.deadline import launched_for_running
 from policies.offers import OfferBook, offer_book
 
 
@@ -36,7 +37,7 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     ready = {n.node_id: n.offering for n in snapshot.cloud_nodes
              if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
     book = offer_book(snapshot, cost)
-    launched = _launched_for_running(snapshot)
+    launched = launched_for_running(snapshot)
     out: list[Action] = []
     candidates: list[tuple[Placement, Offering]] = []
     for p in snapshot.running:
@@ -94,19 +95,6 @@ def _checkpoints(p: Placement, current: Offering, target: Offering, cost: CostMo
                        reason=(f"cheaper capacity: the nodes launched for job {p.job.job_id} on {target.key} "
                                f"are up: move it off {current.key}"))
             for node_id in p.node_ids]
-
-
-def _launched_for_running(snapshot: Snapshot) -> dict[str, list[Node]]:
-    """Nodes launched for a job that is running elsewhere (a move in progress), by job id."""
-    running = {p.job.job_id for p in snapshot.running}
-    out: dict[str, list[Node]] = {}
-    for n in snapshot.cloud_nodes:
-        if n.for_job in running and not n.busy and n.state in _UP:
-            out.setdefault(n.for_job, []).append(n)
-    return out
-
-
-_UP = frozenset({NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY})
 
 
 def _saving_bound(p: Placement, current: Offering, book: OfferBook, cost: CostModel, snapshot: Snapshot) -> float:

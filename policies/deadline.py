@@ -4,8 +4,9 @@
   job requeues with its saved work and is relaunched on the next pass. An idle node under notice
   is simply terminated.
 - Uniform Progress (Can't Be Late, NSDI'24): a deadline job on spot stays there while its slack
-  covers a changeover (restart + relaunch) plus a margin; once it does not, it checkpoints and
-  moves to on-demand, where it cannot be preempted again.
+  covers a changeover (restart + relaunch) plus a margin; once it does not, it moves to on-demand,
+  where it cannot be preempted again: on-demand nodes are launched for it first, and it is
+  checkpointed onto them once they are up (requeued at once only when no on-demand is launchable).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import JobClass, Market, Snapshot
-from burster.plan import Action, Checkpoint, Terminate, request_id
+from burster.model import JobClass, Market, Node, Placement, Snapshot
+from burster.plan import Action, Checkpoint, Launch, Terminate, request_id
 from policies.cost import CostModel
+from policies.offers import ON_DEMAND_ONLY, offer_book
 
 
 def handle_interruptions(snapshot: Snapshot) -> list[Action]:
@@ -38,10 +40,15 @@ def handle_interruptions(snapshot: Snapshot) -> list[Action]:
 
 
 def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float) -> list[Action]:
+    """Uniform Progress switches, made before the break: on-demand nodes are launched for a deadline
+    job on spot that fell behind while it keeps running; once all of them are up, the job is
+    checkpointed and the pool restarts it on them (a node launched for a job is that job's). With
+    no on-demand offering launchable, the job is checkpointed at once and requeued."""
     noticed = {i.node_id for i in snapshot.interruptions}
     noticed |= {n.node_id for n in snapshot.cloud_nodes if n.state is not NodeState.READY}
     changeover = cost.p.restart_overhead_s + cost.p.launch_latency_s
     out: list[Action] = []
+    launched: dict[str, list[Node]] | None = None
     for p in sorted(snapshot.running, key=lambda p: p.job.job_id):
         job = p.job
         if not p.on_cloud or p.market is not Market.SPOT or job.deadline is None:
@@ -51,11 +58,42 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float)
         slack = (job.deadline - snapshot.now).total_seconds() - p.remaining_s(snapshot.now)
         if slack >= changeover + margin_s or p.remaining_s(snapshot.now) <= changeover:
             continue
-        deadline = snapshot.now + timedelta(seconds=min(cost.p.restart_overhead_s, 300.0))
-        for node_id in p.node_ids:
-            out.append(Checkpoint(
-                node_id, job.job_id, deadline,
-                reason=(f"job {job.job_id} on spot has {slack:.0f}s slack < changeover {changeover:.0f}s "
-                        f"+ margin {margin_s:.0f}s: checkpoint and move to on-demand"),
-            ))
+        if launched is None:
+            launched = launched_for_running(snapshot)
+        why = f"job {job.job_id} on spot has {slack:.0f}s slack < changeover {changeover:.0f}s + margin {margin_s:.0f}s"
+        mine = launched.get(job.job_id)
+        if mine is not None:
+            if all(n.state is NodeState.READY for n in mine):
+                out += _checkpoints(p, snapshot, cost, f"{why}: its on-demand nodes are up, move it there")
+            continue  # its nodes are booting (or being moved onto): wait for them
+        target = offer_book(snapshot, cost).best(job, ON_DEMAND_ONLY)
+        if target is None:
+            out += _checkpoints(p, snapshot, cost, f"{why}: no on-demand offering launchable, checkpoint and requeue")
+            continue
+        count = cost.nodes_for(job, target)
+        out.append(Launch(
+            offering=target, count=count,
+            reason=f"{why}: launch {count} x {target.key} for it; it moves once they are up",
+            request_id=request_id("switch", job.job_id, job.attempt, target.key, count),
+            job_id=job.job_id, team=job.team, project=job.project, sprint=job.sprint,
+            est_hours=(p.remaining_s(snapshot.now) + cost.p.launch_latency_s) / 3600.0,
+        ))
     return out
+
+
+def _checkpoints(p: Placement, snapshot: Snapshot, cost: CostModel, reason: str) -> list[Action]:
+    deadline = snapshot.now + timedelta(seconds=min(cost.p.restart_overhead_s, 300.0))
+    return [Checkpoint(node_id, p.job.job_id, deadline, reason=reason) for node_id in p.node_ids]
+
+
+def launched_for_running(snapshot: Snapshot) -> dict[str, list[Node]]:
+    """Nodes launched for a running job that it does not run on yet (a move in progress), by job id."""
+    running = {p.job.job_id for p in snapshot.running}
+    out: dict[str, list[Node]] = {}
+    for n in snapshot.cloud_nodes:
+        if n.for_job in running and not n.busy and n.state in _UP:
+            out.setdefault(n.for_job, []).append(n)
+    return out
+
+
+_UP = frozenset({NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY})

@@ -1,0 +1,48 @@
+"""A Uniform Progress switch end to end: a deadline job that lands on an idle spot node moves to
+on-demand once, and is not handed from one idle spot node to the next.
+
+Two short jobs burst onto spot and finish; their nodes sit idle. A strict deadline job (2 h of work,
+1000 s of slack: under changeover + margin) arrives and the pool starts it on an idle spot node at
+once. The switch launches an on-demand node for it while it runs, moves it there once it is up, and
+the job meets its deadline after one stop.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from burster.clock import FakeClock
+from burster.model import Demand, JobClass, Market, Offering
+from burster.reconciler import Reconciler
+from burster.sim.engine import run
+from policies.burster import BursterParams, BursterPolicy
+from policies.cost import CostModel, CostParams
+from providers.sim.spot import SpotSeries
+from providers.sim.world import SimWorld
+
+T0 = datetime(2026, 1, 5, tzinfo=UTC)
+SPOT = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.9)
+OD = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
+UP = SpotSeries("azure-up", "azure", "V100", 600.0, (1,) * 300)
+
+
+def test_a_deadline_job_on_an_idle_spot_node_moves_to_on_demand_once_and_meets_its_deadline() -> None:
+    clock = FakeClock(T0)
+    arrives = T0 + timedelta(minutes=14)
+    job = Demand("dl", 1, arrives, 7200.0, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=arrives + timedelta(seconds=7200 + 1000))
+    short = [Demand(f"s{i}", 1, T0, 600.0, gpu_model="V100") for i in range(2)]
+    world = SimWorld(clock=clock, jobs=[*short, job], offerings=[SPOT, OD], providers=["azure", "aws"],
+                     pool_nodes=0, gpus_per_node=8, gpu_model="V100", series=[UP])
+    policy = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.0)), BursterParams())
+    rec = Reconciler(providers=world.clouds, pool=world.pool, policy=policy, clock=clock)
+    decisions: list[str] = []
+    run(world, rec, clock, tick_s=10.0, end=T0 + timedelta(hours=4),
+        on_pass=lambda r: decisions.extend(r.plan.explain()))
+    m = world.pool.metrics
+    assert m.finished_jobs == 3 and m.hard_deadline_misses == 0
+    assert m.reclaims == 1  # one move, not a tour of the idle spot nodes
+    assert any("launch 1 x aws/" in d and "job dl on spot" in d for d in decisions)
+    assert any("its on-demand nodes are up" in d for d in decisions)
+    on_demand = [e for e in rec.state.ledger if e.market == "on_demand"]
+    assert len(on_demand) == 1 and on_demand[0].end - on_demand[0].start > timedelta(hours=1.9)
