@@ -193,13 +193,22 @@ class SimPool:
         A node launched for a job that runs elsewhere (a move to cheaper capacity) waits for it."""
         idle = [b for b in self.burst.values() if b.joined and not b.draining and b.job_id is None
                 and (b.for_job is None or (b.for_job not in self.queue and b.for_job not in self.runs))]
-        for b in sorted(idle, key=lambda b: b.node_id):
-            for job in self.queue.values():
-                if job.job_id not in booting and job.nodes == 1 and job.gpus <= b.offering.gpus_per_node and (
-                        not job.gpu_model or job.gpu_model == b.offering.gpu_model):
+        if not idle:
+            return
+        # queue order; each job gets the cheapest idle node that fits (Slurm: node Weight = price)
+        idle.sort(key=lambda b: (b.offering.price_per_hour_usd, b.node_id))
+        for job in list(self.queue.values()):
+            if job.job_id in booting or job.nodes != 1:
+                continue
+            for i, b in enumerate(idle):
+                o = b.offering
+                if job.gpus <= o.gpus_per_node and (not job.gpu_model or job.gpu_model == o.gpu_model):
                     b.for_job = None
                     self._start(job, now, (b.node_id,), ())
+                    del idle[i]
                     break
+            if not idle:
+                return
 
     def _start(self, job: Demand, now: datetime, burst_ids: tuple[str, ...],
                slots: tuple[tuple[int, int], ...]) -> None:

@@ -99,3 +99,19 @@ def test_reserved_gpus_idle_while_jobs_that_could_use_them_run_on_the_cloud_are_
     pool.metrics.advance(T0 + timedelta(minutes=45))
     assert [j.job_id for j in pool.pending()] == ["b"]
     assert pool.metrics.stranded_gpu_hours == pytest.approx(4 * 0.5)
+
+
+def test_queued_jobs_take_the_cheapest_idle_burst_node_that_fits_in_queue_order() -> None:
+    """Idle nodes: an 8-GPU on-demand ($24.48/h), a 1-GPU on-demand and a 1-GPU spot. The first job
+    (1 GPU) gets the spot node, the second the 1-GPU on-demand, the third (4 GPUs) the big one."""
+    big = Offering("aws", "us-east-1", "use1-az1", "p3.16xlarge", "V100", 8, Market.ON_DEMAND, 24.48)
+    pool = SimPool(EventQueue(), nodes=0, gpus_per_node=8, gpu_model="V100")
+    for node_id, offering in (("a-big", big), ("b-od", ON_DEMAND), ("c-spot", SPOT)):
+        pool.expect(node_id, offering, None)
+        pool.join(node_id)
+    pool.submit(job("first"), T0)
+    pool.submit(job("second"), T0)
+    pool.submit(Demand("third", 4, T0, 3600.0, gpu_model="V100"), T0)
+    pool.schedule(T0)
+    assert {p.job.job_id: p.node_ids for p in pool.running()} == {
+        "first": ("c-spot",), "second": ("b-od",), "third": ("a-big",)}
