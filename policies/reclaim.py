@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -68,11 +69,12 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
 
     A stopped job goes back in the pool's queue, and the pool (FIFO) gives free GPUs to the queue's
     head whatever the controller plans. So a job may move only into GPUs not owed to the jobs that
-    will be ahead of it: every pending job (also one whose burst nodes are booting) and every job
-    already leaving the cloud, or with ``Requeue.SUBMISSION`` only those submitted no later than
-    it. Moving into GPUs owed to others would strand it on-prem and burst it again, unless the pool's
-    EASY backfill would start it anyway (``_Backfill``). The job must also fit the nodes as they
-    are: each gang member on one node with enough free GPUs.
+    will be ahead of it: every pending job (also one whose burst nodes are booting), or with
+    ``Requeue.SUBMISSION`` only those submitted no later than it, and every job already leaving
+    the cloud whenever submitted (an earlier job put ahead of one would send it back to the cloud
+    after its checkpoint). Moving into GPUs owed to others would strand it on-prem and burst it
+    again, unless the pool's EASY backfill would start it anyway (``_Backfill``). The job must also
+    fit the nodes as they are: each gang member on one node with enough free GPUs.
     """
     out: list[Checkpoint] = []
     free_by_node = {n.node_id: n.free_gpus for n in snapshot.pool_nodes}
@@ -80,8 +82,9 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     free = {m: queue.free_gpus(m) for m in queue.total}
     if not any(v > 0 for v in free.values()):
         return out
-    owed = _owed(snapshot)
-    claims = _Claims(owed, queue, requeue)
+    leaving = _leaving(snapshot)
+    owed = [*snapshot.pending, *leaving]
+    claims = _Claims(snapshot.pending, leaving, queue, requeue)
     backfill = _Backfill(snapshot, owed, queue)
     ready = {n.node_id for n in snapshot.cloud_nodes
              if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
@@ -115,12 +118,20 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
 
 
 class _Claims:
-    """GPUs per model owed to the jobs the pool will put ahead of a requeued job."""
+    """GPUs per model owed ahead of a requeued job: every job already leaving the cloud (its
+    checkpoint was started for those GPUs; putting an earlier job ahead of it would only send it
+    back to the cloud), and the pending jobs the pool will put ahead of it."""
 
-    def __init__(self, owed: list[Demand], queue: ReservedQueue, requeue: Requeue) -> None:
+    def __init__(self, pending: Sequence[Demand], leaving: Sequence[Demand], queue: ReservedQueue,
+                 requeue: Requeue) -> None:
         self.back = requeue is Requeue.BACK
+        self.firm: dict[str, int] = {}
+        for j in leaving:
+            model = queue.model_for(j)
+            if model is not None:
+                self.firm[model] = self.firm.get(model, 0) + j.gpus
         by_model: dict[str, list[tuple[float, int]]] = {}
-        for j in owed:
+        for j in pending:
             model = queue.model_for(j)
             if model is not None:
                 by_model.setdefault(model, []).append((j.submitted_at.timestamp(), j.gpus))
@@ -132,12 +143,13 @@ class _Claims:
             self.sums[model] = [0, *itertools.accumulate(g for _, g in items)]
 
     def ahead_of(self, job: Demand, model: str) -> int:
+        firm = self.firm.get(model, 0)
         sums = self.sums.get(model)
         if sums is None:
-            return 0
+            return firm
         if self.back:
-            return sums[-1]
-        return sums[bisect.bisect_right(self.times[model], job.submitted_at.timestamp())]
+            return firm + sums[-1]
+        return firm + sums[bisect.bisect_right(self.times[model], job.submitted_at.timestamp())]
 
 
 class _Backfill:
@@ -146,7 +158,7 @@ class _Backfill:
     shadow time) or uses only GPUs spare at that time."""
 
     def __init__(self, snapshot: Snapshot, owed: list[Demand], queue: ReservedQueue) -> None:
-        """``owed``: the pending jobs in queue order, then the jobs leaving the cloud (``_owed``)."""
+        """``owed``: the pending jobs in queue order, then the jobs leaving the cloud (``_leaving``)."""
         self.heads: dict[str, tuple[float, int]] = {}  # model -> (shadow s from now, spare GPUs)
         booting = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and not n.busy}
         for j in owed:
@@ -168,11 +180,10 @@ class _Backfill:
         return False
 
 
-def _owed(snapshot: Snapshot) -> list[Demand]:
-    """Jobs with a claim on free reserved GPUs: pending ones and those being stopped on the cloud."""
-    leaving = {n.node_id for n in snapshot.cloud_nodes if n.state in (NodeState.CHECKPOINTING, NodeState.DRAINING)}
-    return [*snapshot.pending,
-            *(p.job for p in snapshot.running if p.on_cloud and any(i in leaving for i in p.node_ids))]
+def _leaving(snapshot: Snapshot) -> list[Demand]:
+    """Cloud jobs being stopped (checkpointing or draining): on their way to the pool's queue."""
+    stopping = {n.node_id for n in snapshot.cloud_nodes if n.state in (NodeState.CHECKPOINTING, NodeState.DRAINING)}
+    return [p.job for p in snapshot.running if p.on_cloud and any(i in stopping for i in p.node_ids)]
 
 
 def _fit(members: int, gpus_each: int, model: str, free_by_node: dict[str, int],

@@ -103,3 +103,17 @@ def test_a_job_is_not_moved_back_onto_gpus_scattered_over_nodes() -> None:
     running = (snap.running[0], Placement(two, ("n1",), NOW - timedelta(hours=1), True, Market.ON_DEMAND, 6.12))
     scattered = Snapshot(NOW, (), running, pool, snap.cloud_nodes, snap.offerings)
     assert moved(POLICY.decide(scattered).actions) == []
+
+
+@pytest.mark.parametrize("requeue", list(Requeue))
+def test_a_job_leaving_the_cloud_keeps_its_claim_against_an_earlier_submitted_one(requeue: Requeue) -> None:
+    # a later-submitted 1-GPU cloud job is checkpointing for the one free GPU; the cloud job "cj"
+    # (submitted earlier) would be put ahead of it by a submission-order requeue, take the GPU, and
+    # send the leaving job back to the cloud after its checkpoint: it stays where it is
+    snap = snapshot(())
+    late = Demand("late", 1, NOW - timedelta(minutes=30), 6 * 3600, gpu_model="V100")
+    leaving = Node("n0", OD, NodeState.CHECKPOINTING, NOW - timedelta(minutes=30), "rq0", job_id="late")
+    running = (*snap.running, Placement(late, ("n0",), NOW - timedelta(minutes=30), True, Market.ON_DEMAND,
+                                        OD.price_per_hour_usd))
+    busy = Snapshot(NOW, (), running, snap.pool_nodes, (leaving, *snap.cloud_nodes), snap.offerings)
+    assert moved(policy(requeue).decide(busy).actions) == []
