@@ -83,6 +83,11 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     if not any(v > 0 for v in free.values()):
         return out
     leaving = _leaving(snapshot)
+    for job in sorted(leaving, key=lambda j: (j.submitted_at, j.job_id)):  # where they will land
+        model = queue.model_for(job)
+        slots = None if model is None else _fit(job.nodes, job.gpus_per_node, model, free_by_node, model_of)
+        for node_id in slots or ():
+            free_by_node[node_id] -= job.gpus_per_node
     owed = [*snapshot.pending, *leaving]
     claims = _Claims(snapshot.pending, leaving, queue, requeue)
     backfill = _Backfill(snapshot, owed, queue)
@@ -181,9 +186,16 @@ class _Backfill:
 
 
 def _leaving(snapshot: Snapshot) -> list[Demand]:
-    """Cloud jobs being stopped (checkpointing or draining): on their way to the pool's queue."""
+    """Cloud jobs being stopped (checkpointing or draining) on their way to the pool's queue; not
+    those moving to cloud nodes launched for them (a cheaper pool, on-demand): the pool waits for those."""
     stopping = {n.node_id for n in snapshot.cloud_nodes if n.state in (NodeState.CHECKPOINTING, NodeState.DRAINING)}
-    return [p.job for p in snapshot.running if p.on_cloud and any(i in stopping for i in p.node_ids)]
+    awaited = {n.for_job for n in snapshot.cloud_nodes
+               if n.for_job is not None and not n.busy and n.state in _AWAITING}
+    return [p.job for p in snapshot.running if p.on_cloud and p.job.job_id not in awaited
+            and any(i in stopping for i in p.node_ids)]
+
+
+_AWAITING = frozenset({NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY})
 
 
 def _fit(members: int, gpus_each: int, model: str, free_by_node: dict[str, int],

@@ -117,3 +117,33 @@ def test_a_job_leaving_the_cloud_keeps_its_claim_against_an_earlier_submitted_on
                                         OD.price_per_hour_usd))
     busy = Snapshot(NOW, (), running, snap.pool_nodes, (leaving, *snap.cloud_nodes), snap.offerings)
     assert moved(policy(requeue).decide(busy).actions) == []
+
+
+def _cloud(job_id: str, gpus: int, *, state: NodeState = NodeState.READY,
+           submitted_h_ago: float = 2.0) -> tuple[Placement, Node]:
+    job = Demand(job_id, gpus, NOW - timedelta(hours=submitted_h_ago), 8 * 3600, gpu_model="V100")
+    node = Node(f"n-{job_id}", OD, state, NOW - timedelta(hours=1), f"rq-{job_id}", job_id=job_id)
+    return Placement(job, (node.node_id,), NOW - timedelta(hours=1), True, Market.ON_DEMAND, 3.06 * gpus), node
+
+
+def test_a_leaving_job_is_counted_on_the_node_it_will_land_on_not_only_in_the_total() -> None:
+    # 16 GPUs free: 8 on one node, 4 and 4 on two others. An 8-GPU job leaving the cloud will take
+    # the 8; the 8-GPU cloud job "c" would not fit the 4 + 4 left, though 16 - 8 = 8 GPUs are free
+    pool = (PoolNode("p0", "V100", 8, 8), PoolNode("p1", "V100", 8, 4), PoolNode("p2", "V100", 8, 4))
+    leaving, ln = _cloud("leaving", 8, state=NodeState.CHECKPOINTING, submitted_h_ago=1.0)
+    c, cn = _cloud("c", 8)
+    snap = Snapshot(NOW, (), (leaving, c), pool, (ln, cn), (OD,))
+    assert moved(POLICY.decide(snap).actions) == []
+    alone = Snapshot(NOW, (), (c,), pool, (cn,), (OD,))
+    assert moved(POLICY.decide(alone).actions) == ["c"]
+
+
+def test_a_job_moving_to_cloud_nodes_launched_for_it_has_no_claim_on_reserved_gpus() -> None:
+    # "m" is checkpointing to move onto a cheaper node already up for it: the pool will start it
+    # there, so the one free reserved GPU is the cloud job "c"'s
+    pool = (PoolNode("p0", "V100", 8, 1),)
+    m, mn = _cloud("m", 1, state=NodeState.CHECKPOINTING, submitted_h_ago=3.0)
+    new = Node("n-new", OD, NodeState.READY, NOW, "rq-move", for_job="m", idle_since=NOW)
+    c, cn = _cloud("c", 1)
+    snap = Snapshot(NOW, (), (m, c), pool, (mn, new, cn), (OD,))
+    assert moved(POLICY.decide(snap).actions) == ["c"]
