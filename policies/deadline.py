@@ -4,9 +4,10 @@
   job requeues with its saved work and is relaunched on the next pass. An idle node under notice
   is simply terminated.
 - Uniform Progress (Can't Be Late, NSDI'24): a deadline job on spot stays there while its slack
-  covers a changeover (restart + relaunch) plus a margin; once it does not, it moves to on-demand,
+  covers a changeover plus a margin; once it does not, it moves to on-demand,
   where it cannot be preempted again: on-demand nodes are launched for it first, and it is
   checkpointed onto them once they are up (requeued at once only when no on-demand is launchable).
+  As the job runs while they boot, the changeover is the checkpoint write and the restart.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float)
     no on-demand offering launchable, the job is checkpointed at once and requeued."""
     noticed = {i.node_id for i in snapshot.interruptions}
     noticed |= {n.node_id for n in snapshot.cloud_nodes if n.state is not NodeState.READY}
-    changeover = cost.p.restart_overhead_s + cost.p.launch_latency_s
+    changeover = cost.p.restart_overhead_s + cost.p.checkpoint_write_s  # the job runs while its nodes boot
     out: list[Action] = []
     launched: dict[str, list[Node]] | None = None
     for p in sorted(snapshot.running, key=lambda p: p.job.job_id):

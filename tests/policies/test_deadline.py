@@ -14,7 +14,8 @@ from policies.deadline import switch_behind_schedule
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 SPOT = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.9)
 OD = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
-COST = CostModel(CostParams(restart_overhead_s=300, launch_latency_s=180))  # changeover 480 s
+COST = CostModel(CostParams(restart_overhead_s=300, launch_latency_s=180, checkpoint_write_s=60))
+# changeover: checkpoint write + restart = 360 s (the job runs on spot while its on-demand node boots)
 MARGIN = 900.0
 
 
@@ -30,14 +31,14 @@ def snapshot(slack_s: float, *, offerings: tuple[Offering, ...] = (SPOT, OD),
 
 
 def test_a_job_ahead_of_schedule_stays_on_spot() -> None:
-    assert switch_behind_schedule(snapshot(480 + MARGIN), COST, MARGIN) == []
+    assert switch_behind_schedule(snapshot(360 + MARGIN), COST, MARGIN) == []
 
 
 def test_a_job_behind_schedule_gets_on_demand_nodes_launched_while_it_keeps_running() -> None:
     (launch,) = switch_behind_schedule(snapshot(1000), COST, MARGIN)
     assert isinstance(launch, Launch)
     assert (launch.offering, launch.count, launch.job_id) == (OD, 1, "dl")
-    assert "1000s slack < changeover 480s + margin 900s" in launch.reason
+    assert "1000s slack < changeover 360s + margin 900s" in launch.reason
 
 
 def test_it_waits_for_its_nodes_and_moves_once_all_are_up() -> None:
