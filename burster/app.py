@@ -132,7 +132,10 @@ class Simulation:
 def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: int,
                      prices: Path | None = None, spot_dir: Path | None = None,
                      providers: Sequence[str] = PROVIDERS, days: float | None = None,
-                     start_day: float = 0.0) -> Simulation:
+                     start_day: float = 0.0, estimate_error: float = 0.0) -> Simulation:
+    """A simulated world and a reconciler over it; ``estimate_error``: lognormal sigma of the runtime
+    estimates the controller sees (0: exact; ``burster.sim.estimates``)."""
+    from burster.sim.estimates import with_estimate_error
     from providers.sim.world import SimWorld
 
     unknown = [p for p in providers if p not in PROVIDERS]
@@ -143,6 +146,7 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
     end = trace.end + timedelta(microseconds=1) if days is None else start + timedelta(days=days)
     model = config.pool.gpu_model
     jobs = [j if j.gpu_model else replace(j, gpu_model=model) for j in trace.jobs if start <= j.submitted_at < end]
+    jobs, runtimes = with_estimate_error(jobs, estimate_error, seed)
     offerings = load_catalog(prices, providers) if prices else load_catalog(providers=providers)
     series, source = spot_series(seed, spot_dir)
     cost = cost_model(config, interruption_rates(offerings, series))
@@ -150,7 +154,7 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
     world = SimWorld(clock=clock, jobs=jobs, offerings=offerings, providers=providers,
                      pool_nodes=config.pool.nodes, gpus_per_node=config.pool.gpus_per_node,
                      gpu_model=model, series=series, seed=seed, checkpoint_s=config.cost.checkpoint_write_s,
-                     requeue=config.pool.requeue)
+                     requeue=config.pool.requeue, runtimes=runtimes)
     world.pool.metrics.window_end = end
     reconciler = Reconciler(providers=world.clouds, pool=world.pool, policy=build_policy(policy, config, cost),
                             clock=clock)

@@ -60,6 +60,16 @@ def test_out_of_range_option_names_the_key(capsys: pytest.CaptureFixture[str]) -
     assert "pool.nodes" in capsys.readouterr().err
 
 
+def test_wrong_runtime_estimates_run_and_a_bad_sigma_names_its_range(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--demo", "--days", "1", "--pool-nodes", "6", "--json", "--estimate-error", "0.5"]) == 0
+    noisy = json.loads(capsys.readouterr().out)
+    assert main(["simulate", "--demo", "--days", "1", "--pool-nodes", "6", "--json"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert noisy["jobs"] == exact["jobs"] and exact["cloud_usd"] > 0 and noisy["cloud_usd"] != exact["cloud_usd"]
+    assert main(["simulate", "--demo", "--days", "0.1", "--estimate-error", "-1"]) == 2
+    assert "lognormal sigma in [0, 3]" in capsys.readouterr().err
+
+
 def test_a_whole_trace_replay_includes_its_last_arrival(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     trace = tmp_path / "trace_job_Philly_two.csv"

@@ -38,6 +38,9 @@ def register(sub: Any) -> None:
     p.add_argument("--requeue", choices=("submission", "back"), default="submission",
                    help="where the simulated pool puts a stopped job back in its queue (pool.requeue; "
                         "default submission: its place by submission time; back: like Slurm's default)")
+    p.add_argument("--estimate-error", type=float, default=0.0, metavar="SIGMA",
+                   help="runtime estimates the arms see are off by exp(N(0, SIGMA)) (default 0: exact); "
+                        "jobs run their true runtimes and the bounds use those")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     p.set_defaults(func=main)
 
@@ -75,6 +78,9 @@ def _check_numbers(args: argparse.Namespace) -> None:
         raise ConfigError(f"--days must be in (0, 365]; got {args.days:g}")
     if args.start_day is not None and args.start_day < 0:
         raise ConfigError(f"--start-day must be >= 0; got {args.start_day:g}")
+    from burster.sim.estimates import with_estimate_error
+
+    with_estimate_error((), args.estimate_error, 0)  # raises with the valid range
 
 
 def windows(args: argparse.Namespace) -> list[Any]:
@@ -130,7 +136,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"burster bench: skipped {trace}: {why}", file=sys.stderr)
     if not plan.settings:
         raise ConfigError("nothing to run: every trace of the suite was skipped (see above)")
-    sources = Sources(args.prices, args.spot, args.requeue)
+    sources = Sources(args.prices, args.spot, args.requeue, args.estimate_error)
     if args.json:
         result = run_suite(plan.settings, policies, sources, workers=args.workers)
     else:

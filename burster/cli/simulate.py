@@ -35,6 +35,9 @@ def register(sub: Any) -> None:
     p.add_argument("--days", type=float, help="length of the window to replay (default: whole trace)")
     p.add_argument("--start-day", type=float, default=0.0, help="window start, in days from trace start")
     p.add_argument("--seed", type=int, default=0, help="seed for launch latency and the spot model")
+    p.add_argument("--estimate-error", type=float, default=0.0, metavar="SIGMA",
+                   help="runtime estimates the controller sees are off by exp(N(0, SIGMA)) (default 0: exact; "
+                        "0.5 is typical of user time limits); jobs run their true runtimes")
     p.add_argument("--explain", action="store_true", help="print every decision with its reason")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.set_defaults(func=main)
@@ -68,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
     days = args.days if args.days is not None else (7.0 if args.demo else None)
     sim = build_simulation(config, trace, policy=config.policy.name, seed=args.seed, prices=args.prices,
                            spot_dir=args.spot, providers=[p.strip() for p in args.providers.split(",")],
-                           days=days, start_day=args.start_day)
+                           days=days, start_day=args.start_day, estimate_error=args.estimate_error)
     on_pass = _explainer() if args.explain else None
     started = time.perf_counter()
     passes = _run_with_progress(sim, run, on_pass, quiet=args.json or args.explain)

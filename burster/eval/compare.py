@@ -65,11 +65,13 @@ class Setting:
 @dataclass(frozen=True)
 class Sources:
     """The world besides the trace: where prices and spot availability come from (None: bundled /
-    ../shared defaults), and where the simulated pool requeues a stopped job (``pool.requeue``)."""
+    ../shared defaults), where the simulated pool requeues a stopped job (``pool.requeue``), and how
+    wrong the runtime estimates the policies see are."""
 
     prices: Path | None = None
     spot: Path | None = None
     requeue: str = "submission"
+    estimate_error: float = 0.0  # lognormal sigma of the runtime estimates the arms see (burster.sim.estimates)
 
 
 @dataclass
@@ -152,7 +154,8 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
     w = setting.window
     trace = cached_trace(w.path, w.fmt)
     sim = build_simulation(bench_config(setting.nodes, sources.requeue), trace, policy=policy, seed=setting.seed,
-                           prices=sources.prices, spot_dir=sources.spot, days=w.days, start_day=w.start_day)
+                           prices=sources.prices, spot_dir=sources.spot, days=w.days, start_day=w.start_day,
+                           estimate_error=sources.estimate_error)
     world: Any = sim.world
     start = sim.clock.now()
     step_s = max(300, round(w.days * 86400 / 288 / 300) * 300)

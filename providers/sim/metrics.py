@@ -56,12 +56,14 @@ class PoolMetrics:
     def submitted(self, job: Demand) -> None:
         self.jobs += 1
 
-    def started(self, job: Demand, now: datetime, *, on_cloud: bool) -> None:
+    def started(self, job: Demand, now: datetime, *, on_cloud: bool, runtime_s: float | None = None) -> None:
+        """``runtime_s``: how long the job really runs, when that is not its estimate."""
         if job.job_id not in self.first_start:
             self.first_start[job.job_id] = now
             wait_s = (now - job.submitted_at).total_seconds()
             self.waits_s.append(wait_s)
-            self.within_budget += wait_s <= max(600.0, 0.25 * job.est_runtime_s)
+            runtime = job.est_runtime_s if runtime_s is None else runtime_s
+            self.within_budget += wait_s <= max(600.0, 0.25 * runtime)
             self.started_on_cloud += on_cloud
         elif job.queued_at is not None:  # a restart: the first-wait metrics do not see this pause
             self.requeued_wait_gpu_hours += job.gpus * max((now - job.queued_at).total_seconds(), 0.0) / 3600.0

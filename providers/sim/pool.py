@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -47,7 +47,10 @@ class _Run:
 
 class SimPool:
     def __init__(self, events: EventQueue, *, nodes: int, gpus_per_node: int, gpu_model: str,
-                 checkpoint_s: float = 60.0, backfill_depth: int = 256, requeue: Requeue = Requeue.SUBMISSION) -> None:
+                 checkpoint_s: float = 60.0, backfill_depth: int = 256, requeue: Requeue = Requeue.SUBMISSION,
+                 runtimes: Mapping[str, float] | None = None) -> None:
+        """``runtimes``: how long jobs really run, by id, where that differs from their estimate
+        (``Demand.est_runtime_s``, what the controller and the pool's backfill see)."""
         self.events = events
         self.requeue = Requeue(requeue)
         self.gpu_model = gpu_model
@@ -58,6 +61,7 @@ class SimPool:
         self.runs: dict[str, _Run] = {}
         self.burst: dict[str, _Burst] = {}
         self.metrics = PoolMetrics(nodes * gpus_per_node)
+        self._runtimes = dict(runtimes or {})
         self._cache: dict[str, tuple[object, ...]] = {}
         self._ends: list[tuple[float, int]] = []  # (ends_ts, gpus) of on-prem runs, sorted
         self._changed = True  # queue, runs or burst nodes changed since the last schedule()
@@ -223,14 +227,14 @@ class SimPool:
             bisect.insort(self._ends, (run.ends_ts, job.gpus))
         elif burst_ids and self.onprem.can_ever_fit(job):
             self._cloud_gpus += job.gpus
-        self.metrics.started(job, now, on_cloud=bool(burst_ids))
-        self.events.at(now + timedelta(seconds=job.remaining_s), lambda t: self._finish(job.job_id, run))
+        self.metrics.started(job, now, on_cloud=bool(burst_ids), runtime_s=self._runtime_s(job))
+        self.events.at(now + timedelta(seconds=self._left_s(job)), lambda t: self._finish(job.job_id, run))
         self._dirty()
 
     def _finish(self, job_id: str, run: _Run) -> None:
         if self.runs.get(job_id) is not run:
             return  # stopped and requeued since
-        now = run.started_at + timedelta(seconds=run.job.remaining_s)
+        now = run.started_at + timedelta(seconds=self._left_s(run.job))
         self.metrics.advance(now)
         self._release(run)
         self.metrics.finished(run.job, now)
@@ -250,7 +254,7 @@ class SimPool:
             saved = run.job.done_s + math.floor(ran / interval) * interval
         self._release(run)
         self.metrics.stopped(run.job, lost_s=done - saved, preempted=preempted)
-        again = replace(run.job, done_s=min(saved, run.job.est_runtime_s), attempt=run.job.attempt + 1,
+        again = replace(run.job, done_s=min(saved, self._runtime_s(run.job)), attempt=run.job.attempt + 1,
                         queued_at=now)
         self._requeue(again)
 
@@ -286,7 +290,14 @@ class SimPool:
 
     # --- helpers -------------------------------------------------------------------------------
     def _done_s(self, run: _Run, at: datetime) -> float:
-        return min(run.job.done_s + (at - run.started_at).total_seconds(), run.job.est_runtime_s)
+        return min(run.job.done_s + (at - run.started_at).total_seconds(), self._runtime_s(run.job))
+
+    def _runtime_s(self, job: Demand) -> float:
+        """How long ``job`` really runs (its estimate unless told otherwise)."""
+        return self._runtimes.get(job.job_id, job.est_runtime_s)
+
+    def _left_s(self, job: Demand) -> float:
+        return max(self._runtime_s(job) - job.done_s, 0.0)
 
     def _busy_onprem(self) -> int:
         return self.onprem.capacity - self.onprem.free_total

@@ -98,6 +98,7 @@ def test_spot_and_prices_files_are_used(tmp_path: Path, capsys: pytest.CaptureFi
     (["--seeds", "0,x"], "--seeds must be comma-separated whole numbers like 0,1,2; got '0,x'"),
     (["--spot", "/nonexistent/spot"], "--spot /nonexistent/spot does not exist"),
     (["--days", "0"], "--days must be in (0, 365]; got 0"),
+    (["--estimate-error", "4"], "estimate error must be a lognormal sigma in [0, 3]"),
 ])
 def test_bad_options_fail_with_a_clear_error(argv: list[str], message: str, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,3 +128,15 @@ def test_pool_sweep_sizes_from_the_offered_load(tmp_path: Path, capsys: pytest.C
     assert main(["bench", "--trace", str(trace), "--policies", "reserved-only", "--seeds", "1", "--json"]) == 0
     sizes = [r["pool_gpus"] for r in json.loads(capsys.readouterr().out)]
     assert sizes == [8 * n for n in dict.fromkeys([math.ceil(load / 0.9 / 8), math.ceil(load / 0.75 / 8)])]
+
+
+def test_wrong_runtime_estimates_reach_the_arms_but_not_the_bounds(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    argv = ["bench", "--trace", str(trace), "--policies", "burster", "--pool-nodes", "1", "--seeds", "0", "--json"]
+    assert main(argv) == 0
+    (exact,) = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--estimate-error", "1.0"]) == 0
+    (noisy,) = json.loads(capsys.readouterr().out)
+    assert noisy["lower_bound_usd"] == exact["lower_bound_usd"]  # the bracket knows the true runtimes
+    assert (noisy["cloud_usd"], noisy["wait_p95_s"]) != (exact["cloud_usd"], exact["wait_p95_s"])

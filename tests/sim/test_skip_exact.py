@@ -16,8 +16,9 @@ from burster.traces import load_trace
 TRACE = load_trace(DEMO_TRACE, "philly")
 
 
-def simulate(policy: str, *, skip: bool) -> tuple[dict[str, Any], list[str]]:
-    sim = build_simulation(parse_config({"pool": {"nodes": 12}}), TRACE, policy=policy, seed=3, days=1, start_day=1)
+def simulate(policy: str, *, skip: bool, estimate_error: float = 0.0) -> tuple[dict[str, Any], list[str]]:
+    sim = build_simulation(parse_config({"pool": {"nodes": 12}}), TRACE, policy=policy, seed=3, days=1, start_day=1,
+                           estimate_error=estimate_error)
     decisions: list[str] = []
 
     def on_pass(report: PassReport) -> None:
@@ -42,3 +43,12 @@ def test_skipping_quiet_passes_is_exact(policy: str) -> None:
     if policy == "burster":  # and the rules that act on running jobs: move-back and consolidation
         assert any("back on-prem" in d for d in slow_decisions)
         assert any("cheaper capacity" in d for d in slow_decisions)
+
+
+def test_skipping_is_exact_when_runtime_estimates_are_wrong() -> None:
+    """Jobs outliving their estimates break the policy's lockstep; the skip must notice."""
+    fast, fast_decisions = simulate("burster", skip=True, estimate_error=0.5)
+    slow, slow_decisions = simulate("burster", skip=False, estimate_error=0.5)
+    fast.pop("reconcile_passes"), slow.pop("reconcile_passes")
+    assert fast_decisions == slow_decisions
+    assert fast == slow

@@ -1,0 +1,66 @@
+"""Wrong runtime estimates: the controller sees them, the simulated pool runs the true runtimes."""
+
+from __future__ import annotations
+
+import statistics
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from burster.errors import ConfigError
+from burster.model import Demand
+from burster.sim.estimates import with_estimate_error
+from providers.sim.events import EventQueue
+from providers.sim.pool import SimPool
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+JOBS = [Demand(f"j{i}", 1, T0, 3600.0) for i in range(2000)]
+
+
+def test_estimates_are_lognormal_around_the_truth_seeded_and_at_least_a_minute() -> None:
+    noisy, true = with_estimate_error(JOBS, 0.5, seed=7)
+    assert set(true.values()) == {3600.0} and len(true) == len(JOBS)
+    ratios = [j.est_runtime_s / 3600.0 for j in noisy]
+    assert 0.95 < statistics.median(ratios) < 1.05
+    assert 0.4 < sum(r > 1.4 or r < 1 / 1.4 for r in ratios) / len(ratios) < 0.6  # |log r| > 0.34 ~ 0.68 sigma
+    assert with_estimate_error(JOBS, 0.5, seed=7)[0] == noisy
+    assert with_estimate_error(JOBS, 0.5, seed=8)[0] != noisy
+    short, _ = with_estimate_error([Demand("s", 1, T0, 61.0)], 3.0, seed=1)
+    assert short[0].est_runtime_s >= 60.0
+    assert with_estimate_error(JOBS, 0.0, seed=7) == (JOBS, {})
+
+
+@pytest.mark.parametrize("sigma", [-0.1, 3.5, float("nan")])
+def test_a_sigma_out_of_range_says_which_range(sigma: float) -> None:
+    with pytest.raises(ConfigError, match=r"lognormal sigma in \[0, 3\]"):
+        with_estimate_error(JOBS, sigma, seed=0)
+
+
+def test_the_pool_runs_a_job_for_its_true_runtime_not_its_estimate() -> None:
+    """Estimated 1 h, really 2 h: it finishes 2 h in, not 1 h in; the controller still sees 1 h."""
+    events = EventQueue()
+    pool = SimPool(events, nodes=1, gpus_per_node=8, gpu_model="V100", runtimes={"a": 7200.0})
+    a = Demand("a", 1, T0, 3600.0, gpu_model="V100", checkpoint_interval_s=600.0)
+    pool.submit(a, T0)
+    pool.schedule(T0)
+    assert pool.running()[0].ends_at_ts == (T0 + timedelta(hours=1)).timestamp()  # what the controller sees
+    events.run_until(T0 + timedelta(hours=1, minutes=59))
+    assert pool.metrics.finished_jobs == 0
+    events.run_until(T0 + timedelta(hours=2))
+    assert pool.metrics.finished_jobs == 1
+
+
+def test_work_saved_at_a_stop_counts_past_the_estimate() -> None:
+    """Estimated 1 h, really 2 h, checkpointing every 10 min: stopped 95 min in, 90 min are saved."""
+    from burster.model import Market, Offering
+
+    node = Offering("aws", "us-east-1", "use1-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
+    events = EventQueue()
+    pool = SimPool(events, nodes=0, gpus_per_node=8, gpu_model="V100", runtimes={"a": 7200.0})
+    pool.submit(Demand("a", 1, T0, 3600.0, gpu_model="V100", checkpoint_interval_s=600.0), T0)
+    pool.expect("n1", node, "a")
+    pool.join("n1")
+    pool.schedule(T0)
+    pool.metrics.advance(T0 + timedelta(minutes=95))
+    pool.drain("n1")
+    assert pool.pending()[0].done_s == 90 * 60
