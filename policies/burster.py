@@ -47,7 +47,8 @@ class BursterPolicy:
         actions += idle_ttl(snapshot, p.reclaim)
         if p.reclaim.move_back:
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
-            actions += [a for a in move_back(snapshot, self.cost, queue, p.reclaim.requeue) if a.node_id not in busy]
+            back = move_back(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s)
+            actions += [a for a in back if a.node_id not in busy]
         if p.reclaim.consolidate:
             # protected nodes can't be checkpointed: launching a job's new nodes would only idle them
             keep = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain)) \

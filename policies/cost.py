@@ -138,8 +138,8 @@ class CostModel:
             return 0.0
         value = job.gpus * (wait_s / 3600.0) * self.p.wait_value_usd_per_gpu_hour * (1 + job.priority)
         if job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT:
-            finish_s = (now - job.deadline).total_seconds() + wait_s + job.remaining_s
-            if finish_s > 0:
+            late_now_s = (now - job.deadline).total_seconds() + job.remaining_s
+            if late_now_s <= 0 < late_now_s + wait_s:  # the wait, not the past, makes it miss
                 weight = 1.0 if job.job_class is JobClass.STRICT else 0.25
                 value += weight * self.p.deadline_miss_usd
         return value

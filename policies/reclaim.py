@@ -13,11 +13,11 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, Node, Placement, Requeue, Snapshot
+from burster.model import Demand, JobClass, Node, Placement, Requeue, Snapshot
 from burster.plan import Action, Checkpoint, Terminate, request_id
 from policies.cost import BILLING, DEFAULT_BILLING, CostModel
 from policies.queue import ReservedQueue
@@ -64,7 +64,7 @@ def idle_ttl(snapshot: Snapshot, params: ReclaimParams) -> list[Action]:
 
 
 def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
-              requeue: Requeue = Requeue.SUBMISSION) -> list[Checkpoint]:
+              requeue: Requeue = Requeue.SUBMISSION, margin_s: float = 900.0) -> list[Checkpoint]:
     """Checkpoint cloud jobs that now fit on free reserved GPUs, most expensive first.
 
     A stopped job goes back in the pool's queue, and the pool (FIFO) gives free GPUs to the queue's
@@ -74,7 +74,8 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     the cloud whenever submitted (an earlier job put ahead of one would send it back to the cloud
     after its checkpoint). Moving into GPUs owed to others would strand it on-prem and burst it
     again, unless the pool's EASY backfill would start it anyway (``_Backfill``). The job must also
-    fit the nodes as they are: each gang member on one node with enough free GPUs.
+    fit the nodes as they are: each gang member on one node with enough free GPUs. A deadline job
+    moves only if its slack keeps ``margin_s`` after the pause (checkpoint write and restart).
     """
     out: list[Checkpoint] = []
     free_by_node = {n.node_id: n.free_gpus for n in snapshot.pool_nodes}
@@ -104,9 +105,12 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
         slots = _fit(p.job.nodes, p.job.gpus_per_node, model, free_by_node, model_of)
         if slots is None:
             continue
+        if _too_tight(p, snapshot.now, cost, margin_s):
+            continue
         remaining_h = p.remaining_s(snapshot.now) / 3600.0
         saved = p.price_per_hour_usd * remaining_h
-        restart = cost.wait_cost_usd(p.job, cost.p.restart_overhead_s, snapshot.now)
+        job_now = replace(p.job, done_s=min(p.done_s(snapshot.now), p.job.est_runtime_s))
+        restart = cost.wait_cost_usd(job_now, cost.p.restart_overhead_s, snapshot.now)
         if saved <= restart + p.price_per_hour_usd * cost.p.restart_overhead_s / 3600.0:
             continue
         free[model] -= p.job.gpus
@@ -183,6 +187,16 @@ class _Backfill:
             self.heads[model] = (shadow_s, spare - p.job.gpus)
             return True
         return False
+
+
+def _too_tight(p: Placement, now: datetime, cost: CostModel, margin_s: float) -> bool:
+    """A deadline job whose slack would fall under the margin if paused for a move (also one its
+    estimate says is late already: estimates are often wrong, and a pause only makes it later)."""
+    job = p.job
+    if job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
+        return False
+    left = (job.deadline - now).total_seconds() - p.remaining_s(now)
+    return left < cost.p.checkpoint_write_s + cost.p.restart_overhead_s + margin_s
 
 
 def _leaving(snapshot: Snapshot) -> list[Demand]:

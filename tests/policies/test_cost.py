@@ -70,6 +70,9 @@ def test_wait_cost_scales_with_gpus_priority_and_deadline() -> None:
     assert cost.wait_cost_usd(strict, 300, NOW) == pytest.approx(1 / 12 * 2.0)  # still on time
     assert cost.wait_cost_usd(strict, 900, NOW) == pytest.approx(0.25 * 2.0 + 500)  # misses it
     assert cost.wait_cost_usd(strict, 0, NOW) == 0.0
+    late = Demand("l", gpus=1, submitted_at=NOW, est_runtime_s=3600, job_class=JobClass.STRICT,
+                  deadline=NOW + timedelta(minutes=50))  # misses it even starting now
+    assert cost.wait_cost_usd(late, 900, NOW) == pytest.approx(0.25 * 2.0)  # the wait costs no miss
 
 
 def test_a_gang_on_spot_is_interrupted_once_per_member_interruption() -> None:

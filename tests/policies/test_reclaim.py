@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, Market, Node, Offering, Placement, PoolNode, Requeue, Snapshot
+from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Requeue, Snapshot
 from burster.plan import Checkpoint
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
@@ -147,3 +147,15 @@ def test_a_job_moving_to_cloud_nodes_launched_for_it_has_no_claim_on_reserved_gp
     c, cn = _cloud("c", 1)
     snap = Snapshot(NOW, (), (m, c), pool, (mn, new, cn), (OD,))
     assert moved(POLICY.decide(snap).actions) == ["c"]
+
+
+@pytest.mark.parametrize(("slack_s", "expected"), [(600.0, []), (3 * 3600.0, ["cj"]), (-60.0, [])])
+def test_a_deadline_job_moves_back_only_if_its_slack_keeps_the_margin_after_the_pause(
+        slack_s: float, expected: list[str]) -> None:
+    # the pause is the checkpoint write and the restart; a job late by its estimate is not paused either
+    snap = snapshot(())
+    p = snap.running[1]
+    job = replace(p.job, job_class=JobClass.STRICT,
+                  deadline=NOW + timedelta(seconds=p.remaining_s(NOW) + slack_s))
+    tight = replace(snap, running=(snap.running[0], replace(p, job=job)))
+    assert moved(POLICY.decide(tight).actions) == expected
