@@ -169,6 +169,7 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
                         wall_s=time.perf_counter() - t0)
     summary["wait_share_within_budget"] = round(metrics.within_budget / metrics.jobs, 4) if metrics.jobs else 1.0
     summary["spot_source"] = sim.spot_source
+    summary["estimate_error"] = sources.estimate_error
     spend: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for e in sim.reconciler.state.ledger:
         spend[e.provider][e.market] += float(e.usd)
@@ -228,7 +229,7 @@ RECORD_KEYS = ("trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s"
                "deadline_misses", "lower_bound_usd", "upper_bound_usd")
 SUMMARY_EXTRAS = ("cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses",
                   "preemptions", "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours",
-                  "stranded_gpu_hours", "launches", "onprem_utilization", "spot_source")
+                  "stranded_gpu_hours", "launches", "onprem_utilization", "estimate_error", "spot_source")
 
 
 def ratio_to_bound(cloud_usd: float, lower_usd: float | None) -> float | None:

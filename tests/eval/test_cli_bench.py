@@ -23,7 +23,7 @@ ISSUE_KEYS = {"trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s",
 EXTRAS = {"cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses", "preemptions",
           "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours", "stranded_gpu_hours",
           "upper_bound_cloud_gpu_hours", "launches", "onprem_utilization", "ratio_to_lower_bound", "captured_savings",
-          "bound_status", "window", "spot_source"}
+          "bound_status", "window", "estimate_error", "spot_source"}
 
 
 def test_json_records_bounds_and_captured_savings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -138,5 +138,6 @@ def test_wrong_runtime_estimates_reach_the_arms_but_not_the_bounds(tmp_path: Pat
     (exact,) = json.loads(capsys.readouterr().out)
     assert main([*argv, "--estimate-error", "1.0"]) == 0
     (noisy,) = json.loads(capsys.readouterr().out)
+    assert (exact["estimate_error"], noisy["estimate_error"]) == (0.0, 1.0)
     assert noisy["lower_bound_usd"] == exact["lower_bound_usd"]  # the bracket knows the true runtimes
     assert (noisy["cloud_usd"], noisy["wait_p95_s"]) != (exact["cloud_usd"], exact["wait_p95_s"])
