@@ -66,6 +66,7 @@ def test_wrong_runtime_estimates_run_and_a_bad_sigma_names_its_range(capsys: pyt
     assert main(["simulate", "--demo", "--days", "1", "--pool-nodes", "6", "--json"]) == 0
     exact = json.loads(capsys.readouterr().out)
     assert noisy["jobs"] == exact["jobs"] and exact["cloud_usd"] > 0 and noisy["cloud_usd"] != exact["cloud_usd"]
+    assert (noisy["estimate_error"], exact["estimate_error"]) == (0.5, 0.0)
     assert main(["simulate", "--demo", "--days", "0.1", "--estimate-error", "-1"]) == 2
     assert "lognormal sigma in [0, 3]" in capsys.readouterr().err
 

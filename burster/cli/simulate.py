@@ -82,6 +82,7 @@ def main(args: argparse.Namespace) -> int:
                        policy=config.policy.name, trace=trace.name, pool_gpus=sim.pool_gpus, seed=args.seed,
                        wall_s=wall)
     result["spot_source"] = sim.spot_source
+    result["estimate_error"] = args.estimate_error
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -121,7 +122,8 @@ def _print_table(r: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"burster simulate: {r['policy']} on {r['trace']} ({r['pool_gpus']} reserved GPUs)")
+    noise = f", runtime estimates off by exp(N(0, {r['estimate_error']:g}))" if r.get("estimate_error") else ""
+    t = Table(title=f"burster simulate: {r['policy']} on {r['trace']} ({r['pool_gpus']} reserved GPUs{noise})")
     t.add_column("metric")
     t.add_column("value", justify="right")
     rows = [
