@@ -9,7 +9,7 @@ float USD per hour (``_per_hour_usd``) inside the decision path.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from burster.lifecycle import NodeState
@@ -150,6 +150,10 @@ class Placement:
 
     def remaining_s(self, now: datetime) -> float:
         return max(self.ends_at_ts - now.timestamp(), 0.0)
+
+    def job_now(self, now: datetime) -> Demand:
+        """The running job as it stands at ``now``: the work done so far counted as done."""
+        return replace(self.job, done_s=min(self.done_s(now), self.job.est_runtime_s))
 
 
 @dataclass(frozen=True, slots=True)

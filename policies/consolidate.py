@@ -66,7 +66,7 @@ def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params:
     target = book.targets.get(key, current)
     if target is not None and target.key == current.key and key in book.targets:
         return None  # most passes: the job is already where it would be launched (no Demand built)
-    job = _now(p, snapshot)
+    job = p.job_now(snapshot.now)
     slack = slack_s(job, snapshot.now, cost)
     if slack != math.inf and slack - _pause_s(cost) < params.deadline_margin_s:
         return None  # no room for a changeover: the deadline rules own this job
@@ -120,11 +120,6 @@ def _saving_bound(p: Placement, current: Offering, book: OfferBook, cost: CostMo
         book.bounds[key] = line
     per_h, fixed = line
     return per_h * p.remaining_s(snapshot.now) / 3600.0 - fixed
-
-
-def _now(p: Placement, snapshot: Snapshot) -> Demand:
-    """The running job as it stands now: its work done so far counted as saved."""
-    return replace(p.job, done_s=min(p.done_s(snapshot.now), p.job.est_runtime_s))
 
 
 def _stay_usd(job: Demand, current: Offering, cost: CostModel) -> float:

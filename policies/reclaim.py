@@ -13,13 +13,14 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Node, Placement, Requeue, Snapshot
 from burster.plan import Action, Checkpoint, Terminate, request_id
 from policies.cost import BILLING, DEFAULT_BILLING, CostModel
+from policies.deadline import launched_for_running
 from policies.queue import ReservedQueue
 
 
@@ -109,8 +110,7 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
             continue
         remaining_h = p.remaining_s(snapshot.now) / 3600.0
         saved = p.price_per_hour_usd * remaining_h
-        job_now = replace(p.job, done_s=min(p.done_s(snapshot.now), p.job.est_runtime_s))
-        restart = cost.wait_cost_usd(job_now, cost.p.restart_overhead_s, snapshot.now)
+        restart = cost.wait_cost_usd(p.job_now(snapshot.now), cost.p.restart_overhead_s, snapshot.now)
         if saved <= restart + p.price_per_hour_usd * cost.p.restart_overhead_s / 3600.0:
             continue
         free[model] -= p.job.gpus
@@ -204,13 +204,10 @@ def _leaving(snapshot: Snapshot) -> list[Demand]:
     """Cloud jobs being stopped (checkpointing or draining) on their way to the pool's queue; not
     those moving to cloud nodes launched for them (a cheaper pool, on-demand): the pool waits for those."""
     stopping = {n.node_id for n in snapshot.cloud_nodes if n.state in (NodeState.CHECKPOINTING, NodeState.DRAINING)}
-    awaited = {n.for_job for n in snapshot.cloud_nodes
-               if n.for_job is not None and not n.busy and n.state in _AWAITING}
+    awaited = launched_for_running(snapshot)
     return [p.job for p in snapshot.running if p.on_cloud and p.job.job_id not in awaited
             and any(i in stopping for i in p.node_ids)]
 
-
-_AWAITING = frozenset({NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY})
 
 
 def _fit(members: int, gpus_each: int, model: str, free_by_node: dict[str, int],

@@ -84,15 +84,19 @@ def test_a_later_queued_job_blocks_a_move_only_when_the_pool_requeues_at_the_bac
     assert moved(policy(requeue).decide(snapshot((later,))).actions) == expected
 
 
-def test_a_job_already_leaving_the_cloud_has_first_claim() -> None:
-    # an earlier 1-GPU cloud job is checkpointing on its way back: the one free GPU is owed to it
+@pytest.mark.parametrize("requeue", list(Requeue))
+@pytest.mark.parametrize("submitted_ago", [timedelta(hours=3), timedelta(minutes=30)])
+def test_a_job_already_leaving_the_cloud_has_first_claim(requeue: Requeue, submitted_ago: timedelta) -> None:
+    # a 1-GPU cloud job is checkpointing on its way back: the one free GPU is owed to it, whether it
+    # was submitted before the cloud job "cj" or after it (a submission-order requeue would put "cj"
+    # ahead of it, take the GPU, and send the leaving job back to the cloud after its checkpoint)
     snap = snapshot(())
-    early = Demand("early", 1, NOW - timedelta(hours=3), 6 * 3600, gpu_model="V100")
-    leaving = Node("n0", OD, NodeState.CHECKPOINTING, NOW - timedelta(hours=3), "rq0", job_id="early")
-    running = (*snap.running, Placement(early, ("n0",), NOW - timedelta(hours=3), True, Market.ON_DEMAND,
+    leaving_job = Demand("leaving", 1, NOW - submitted_ago, 6 * 3600, gpu_model="V100")
+    leaving = Node("n0", OD, NodeState.CHECKPOINTING, NOW - submitted_ago, "rq0", job_id="leaving")
+    running = (*snap.running, Placement(leaving_job, ("n0",), NOW - submitted_ago, True, Market.ON_DEMAND,
                                         OD.price_per_hour_usd))
     busy = Snapshot(NOW, (), running, snap.pool_nodes, (leaving, *snap.cloud_nodes), snap.offerings)
-    assert moved(POLICY.decide(busy).actions) == []
+    assert moved(policy(requeue).decide(busy).actions) == []
 
 
 def test_a_job_is_not_moved_back_onto_gpus_scattered_over_nodes() -> None:
@@ -103,20 +107,6 @@ def test_a_job_is_not_moved_back_onto_gpus_scattered_over_nodes() -> None:
     running = (snap.running[0], Placement(two, ("n1",), NOW - timedelta(hours=1), True, Market.ON_DEMAND, 6.12))
     scattered = Snapshot(NOW, (), running, pool, snap.cloud_nodes, snap.offerings)
     assert moved(POLICY.decide(scattered).actions) == []
-
-
-@pytest.mark.parametrize("requeue", list(Requeue))
-def test_a_job_leaving_the_cloud_keeps_its_claim_against_an_earlier_submitted_one(requeue: Requeue) -> None:
-    # a later-submitted 1-GPU cloud job is checkpointing for the one free GPU; the cloud job "cj"
-    # (submitted earlier) would be put ahead of it by a submission-order requeue, take the GPU, and
-    # send the leaving job back to the cloud after its checkpoint: it stays where it is
-    snap = snapshot(())
-    late = Demand("late", 1, NOW - timedelta(minutes=30), 6 * 3600, gpu_model="V100")
-    leaving = Node("n0", OD, NodeState.CHECKPOINTING, NOW - timedelta(minutes=30), "rq0", job_id="late")
-    running = (*snap.running, Placement(late, ("n0",), NOW - timedelta(minutes=30), True, Market.ON_DEMAND,
-                                        OD.price_per_hour_usd))
-    busy = Snapshot(NOW, (), running, snap.pool_nodes, (leaving, *snap.cloud_nodes), snap.offerings)
-    assert moved(policy(requeue).decide(busy).actions) == []
 
 
 def _cloud(job_id: str, gpus: int, *, state: NodeState = NodeState.READY,
