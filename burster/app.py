@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -13,7 +14,7 @@ from burster.clock import FakeClock
 from burster.config import BursterConfig
 from burster.errors import ConfigError
 from burster.interfaces import Policy
-from burster.model import Market, Offering
+from burster.model import Demand, Market, Offering
 from burster.reconciler import Reconciler
 from burster.traces import Trace
 from policies.baselines import (
@@ -27,6 +28,7 @@ from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
 from policies.guards import GuardParams
+from policies.rank import start_by
 from policies.reclaim import ReclaimParams
 from providers.sim.spot import SpotSeries, load_series, load_series_path, series_for, synthesize
 
@@ -129,6 +131,15 @@ class Simulation:
     spot_source: str
 
 
+def queue_ranker(config: BursterConfig, cost: CostModel) -> Callable[[Demand], datetime] | None:
+    """The start-by rule of a ranked pool queue (``pool.order = "start_by"``), from the policy's wait
+    budget and deadline margin; None for a FIFO pool."""
+    if config.pool.order != "start_by":
+        return None
+    params = BurstParams(max_wait_s=config.policy.max_wait_s, deadline_margin_s=config.policy.deadline_margin_s)
+    return functools.partial(start_by, cost=cost, params=params)
+
+
 def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: int,
                      prices: Path | None = None, spot_dir: Path | None = None,
                      providers: Sequence[str] = PROVIDERS, days: float | None = None,
@@ -154,7 +165,7 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
     world = SimWorld(clock=clock, jobs=jobs, offerings=offerings, providers=providers,
                      pool_nodes=config.pool.nodes, gpus_per_node=config.pool.gpus_per_node,
                      gpu_model=model, series=series, seed=seed, checkpoint_s=config.cost.checkpoint_write_s,
-                     requeue=config.pool.requeue, runtimes=runtimes)
+                     requeue=config.pool.requeue, runtimes=runtimes, ranker=queue_ranker(config, cost))
     world.pool.metrics.window_end = end
     reconciler = Reconciler(providers=world.clouds, pool=world.pool, policy=build_policy(policy, config, cost),
                             clock=clock)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -27,6 +27,7 @@ class PoolConfig(_Section):
     gpus_per_node: int = Field(default=8, ge=1, le=64)
     gpu_model: str = "V100"
     requeue: Requeue = Requeue.SUBMISSION
+    order: Literal["start_by", "submission"] = "start_by"
 
 
 class CostConfig(_Section):

@@ -117,6 +117,9 @@ class Demand:
     done_s: float = 0.0  # work already saved by checkpoints (a requeued job keeps it)
     attempt: int = 0  # times the job was requeued (preempted, reclaimed); part of request ids
     queued_at: datetime | None = None  # when it last entered the queue (None: at submission)
+    # in a pool that ranks its queue (pool.order = "start_by"), the time the pool serves it by:
+    # priority first, then earliest start-by (policies/rank.py); None: a FIFO pool
+    start_by: datetime | None = None
     # derived, computed once (policies read them in their hot loops)
     remaining_s: float = field(init=False, repr=False, compare=False, default=0.0)  # work left
     gpus_per_node: int = field(init=False, repr=False, compare=False, default=0)  # GPUs per gang member

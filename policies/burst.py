@@ -23,7 +23,7 @@ from burster.model import Demand, JobClass, Market, Node, Offering, Snapshot
 from burster.plan import Launch, request_id
 from policies.cost import CostModel
 from policies.offers import ANY, OfferBook, offer_book
-from policies.queue import ReservedQueue
+from policies.queue import ReservedQueue, queue_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +148,8 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
           queue: ReservedQueue | None = None, wakes: list[datetime] | None = None) -> list[Launch]:
     """Launches for the pending jobs that should not wait for reserved capacity.
 
+    Jobs are projected by priority, then in the pool's queue order (``queue_key``).
+
     ``wakes`` (if given) receives the future instants at which a job kept waiting would burst with
     nothing else happening: a job the projection says starts now, but that the pool has not started
     (fragmentation, a FIFO head's reservation), still ages towards its wait budget and spot slack.
@@ -160,7 +162,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     room = _Room(snapshot, queue)
     served = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and n.state.value in _USABLE}
     launches: list[Launch] = []
-    for job in sorted(snapshot.pending, key=lambda j: (-j.priority, j.submitted_at, j.job_id)):
+    for job in sorted(snapshot.pending, key=lambda j: (-j.priority, queue_key(j), j.submitted_at, j.job_id)):
         if job.job_id in served:
             continue
         wait_s = queue.expected_wait_s(job)

@@ -1,9 +1,11 @@
 """Projection of when pending jobs would start on reserved (on-prem) capacity.
 
-The pool is FIFO with backfill; we project with aggregate GPU counts per GPU model: a job starts
-once the GPUs freed by running jobs (ordered by expected end) plus the free GPUs cover the demand
-queued ahead of it plus its own. This ignores fragmentation (optimistic) and backfill (pessimistic
-for small jobs); it is a forecast for the burst decision, not a schedule.
+The pool serves its queue in submission order (FIFO), or, ranked (``pool.order = "start_by"``), by
+priority then start-by (``policies.rank``), with backfill (``queue_key``). We project with
+aggregate GPU counts per GPU model: a job starts once the GPUs freed by running jobs (ordered by
+expected end) plus the free GPUs cover the demand queued ahead of it plus its own. This ignores
+fragmentation (optimistic) and backfill (pessimistic for small jobs); it is a forecast for the burst
+decision, not a schedule.
 """
 
 from __future__ import annotations
@@ -16,6 +18,16 @@ from datetime import datetime
 from burster.model import Demand, Placement, PoolNode
 
 INF = math.inf
+
+QueueKey = tuple[int, float]
+
+
+def queue_key(job: Demand) -> QueueKey:
+    """Where the pool's queue serves ``job``, smallest first: by priority, then start-by, in a ranked
+    pool (the job has a ``start_by``); by submission in a FIFO pool."""
+    if job.start_by is not None:
+        return -job.priority, job.start_by.timestamp()
+    return 0, job.submitted_at.timestamp()
 
 
 class ReservedQueue:

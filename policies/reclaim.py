@@ -21,7 +21,7 @@ from burster.model import Demand, JobClass, Node, Placement, Requeue, Snapshot
 from burster.plan import Action, Checkpoint, Terminate, request_id
 from policies.cost import BILLING, DEFAULT_BILLING, CostModel
 from policies.deadline import launched_for_running
-from policies.queue import ReservedQueue
+from policies.queue import QueueKey, ReservedQueue, queue_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,15 +68,16 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
               requeue: Requeue = Requeue.SUBMISSION, margin_s: float = 900.0) -> list[Checkpoint]:
     """Checkpoint cloud jobs that now fit on free reserved GPUs, most expensive first.
 
-    A stopped job goes back in the pool's queue, and the pool (FIFO) gives free GPUs to the queue's
-    head whatever the controller plans. So a job may move only into GPUs not owed to the jobs that
-    will be ahead of it: every pending job (also one whose burst nodes are booting), or with
-    ``Requeue.SUBMISSION`` only those submitted no later than it, and every job already leaving
-    the cloud whenever submitted (an earlier job put ahead of one would send it back to the cloud
-    after its checkpoint). Moving into GPUs owed to others would strand it on-prem and burst it
-    again, unless the pool's EASY backfill would start it anyway (``_Backfill``). The job must also
-    fit the nodes as they are: each gang member on one node with enough free GPUs. A deadline job
-    moves only if its slack keeps ``margin_s`` after the pause (checkpoint write and restart).
+    A stopped job goes back in the pool's queue, and the pool gives free GPUs to the queue's head
+    whatever the controller plans. So a job may move only into GPUs not owed to the jobs that will
+    be ahead of it: every pending job (also one whose burst nodes are booting), or, with
+    ``Requeue.SUBMISSION`` or a ranked pool, only those ahead of it in queue order (``queue_key``:
+    submission, or priority then start-by), and every job already leaving the cloud whenever
+    submitted (an earlier job put ahead of one would send it back to the cloud after its
+    checkpoint). Moving into GPUs owed to others would strand it on-prem and burst it again, unless
+    the pool's EASY backfill would start it anyway (``_Backfill``). The job must also fit the nodes
+    as they are: each gang member on one node with enough free GPUs. A deadline job moves only if
+    its slack keeps ``margin_s`` after the pause (checkpoint write and restart).
     """
     out: list[Checkpoint] = []
     free_by_node = {n.node_id: n.free_gpus for n in snapshot.pool_nodes}
@@ -85,7 +86,7 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     if not any(v > 0 for v in free.values()):
         return out
     leaving = _leaving(snapshot)
-    for job in sorted(leaving, key=lambda j: (j.submitted_at, j.job_id)):  # where they will land
+    for job in sorted(leaving, key=lambda j: (queue_key(j), j.job_id)):  # where they will land
         model = queue.model_for(job)
         slots = None if model is None else _fit(job.nodes, job.gpus_per_node, model, free_by_node, model_of)
         for node_id in slots or ():
@@ -139,13 +140,13 @@ class _Claims:
             model = queue.model_for(j)
             if model is not None:
                 self.firm[model] = self.firm.get(model, 0) + j.gpus
-        by_model: dict[str, list[tuple[float, int]]] = {}
+        by_model: dict[str, list[tuple[QueueKey, int]]] = {}
         for j in pending:
             model = queue.model_for(j)
             if model is not None:
-                by_model.setdefault(model, []).append((j.submitted_at.timestamp(), j.gpus))
-        self.times: dict[str, list[float]] = {}
-        self.sums: dict[str, list[int]] = {}  # sums[m][k]: GPUs of the k earliest-submitted
+                by_model.setdefault(model, []).append((queue_key(j), j.gpus))
+        self.times: dict[str, list[QueueKey]] = {}
+        self.sums: dict[str, list[int]] = {}  # sums[m][k]: GPUs of the k first in queue order
         for model, items in by_model.items():
             items.sort()
             self.times[model] = [t for t, _ in items]
@@ -156,9 +157,9 @@ class _Claims:
         sums = self.sums.get(model)
         if sums is None:
             return firm
-        if self.back:
+        if self.back and job.start_by is None:  # a ranked pool re-ranks a requeued job by its rule
             return firm + sums[-1]
-        return firm + sums[bisect.bisect_right(self.times[model], job.submitted_at.timestamp())]
+        return firm + sums[bisect.bisect_right(self.times[model], queue_key(job))]
 
 
 class _Backfill:

@@ -49,3 +49,11 @@ def test_an_unknown_requeue_order_lists_the_valid_ones() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config({"pool": {"requeue": "front"}})
     assert "pool.requeue" in str(info.value) and "'submission' or 'back'" in str(info.value)
+
+
+def test_an_unknown_queue_order_lists_the_valid_ones() -> None:
+    assert parse_config({}).pool.order == "start_by"
+    assert parse_config({"pool": {"order": "submission"}}).pool.order == "submission"
+    with pytest.raises(ConfigError) as info:
+        parse_config({"pool": {"order": "fifo"}})
+    assert "pool.order" in str(info.value) and "'start_by' or 'submission'" in str(info.value)

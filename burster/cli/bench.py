@@ -38,6 +38,9 @@ def register(sub: Any) -> None:
     p.add_argument("--requeue", choices=("submission", "back"), default="submission",
                    help="where the simulated pool puts a stopped job back in its queue (pool.requeue; "
                         "default submission: its place by submission time; back: like Slurm's default)")
+    p.add_argument("--pool-order", choices=("start_by", "submission"), default="start_by",
+                   help="how the simulated pool serves its queue (pool.order; default start_by: by priority, "
+                        "then each job's start-by time; submission: FIFO)")
     p.add_argument("--estimate-error", type=float, default=0.0, metavar="SIGMA",
                    help="runtime estimates the arms see are off by exp(N(0, SIGMA)) (default 0: exact); "
                         "jobs run their true runtimes and the bounds use those")
@@ -136,7 +139,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"burster bench: skipped {trace}: {why}", file=sys.stderr)
     if not plan.settings:
         raise ConfigError("nothing to run: every trace of the suite was skipped (see above)")
-    sources = Sources(args.prices, args.spot, args.requeue, args.estimate_error)
+    sources = Sources(args.prices, args.spot, args.requeue, args.pool_order, args.estimate_error)
     if args.json:
         result = run_suite(plan.settings, policies, sources, workers=args.workers)
     else:

@@ -65,12 +65,14 @@ class Setting:
 @dataclass(frozen=True)
 class Sources:
     """The world besides the trace: where prices and spot availability come from (None: bundled /
-    ../shared defaults), where the simulated pool requeues a stopped job (``pool.requeue``), and how
+    ../shared defaults), how the simulated pool orders its queue and requeues a stopped job
+    (``pool.order``, ``pool.requeue``), and how
     wrong the runtime estimates the policies see are."""
 
     prices: Path | None = None
     spot: Path | None = None
     requeue: str = "submission"
+    order: str = "start_by"  # the simulated pool's queue order (pool.order)
     estimate_error: float = 0.0  # lognormal sigma of the runtime estimates the arms see (burster.sim.estimates)
 
 
@@ -135,12 +137,13 @@ def pool_sizes(load_gpus: float, utilizations: Sequence[float] = UTILIZATIONS) -
     return sizes
 
 
-def bench_config(nodes: int, requeue: str = "submission") -> Any:
-    """Config defaults, except the pool size and requeue order and no cap on burst nodes (the bound has
+def bench_config(nodes: int, requeue: str = "submission", order: str = "start_by") -> Any:
+    """Config defaults, except the pool size, requeue and queue order and no cap on burst nodes (the bound has
     none: the comparison is of policies, not of the max_nodes guard, which would bind on big traces)."""
     from burster.config import parse_config
 
-    return parse_config({"pool": {"nodes": nodes, "gpus_per_node": GPUS_PER_NODE, "requeue": requeue},
+    return parse_config({"pool": {"nodes": nodes, "gpus_per_node": GPUS_PER_NODE, "requeue": requeue,
+                                  "order": order},
                          "guards": {"max_nodes": MAX_BURST_NODES}}, "bench")
 
 
@@ -153,8 +156,9 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
 
     w = setting.window
     trace = cached_trace(w.path, w.fmt)
-    sim = build_simulation(bench_config(setting.nodes, sources.requeue), trace, policy=policy, seed=setting.seed,
-                           prices=sources.prices, spot_dir=sources.spot, days=w.days, start_day=w.start_day,
+    config = bench_config(setting.nodes, sources.requeue, sources.order)
+    sim = build_simulation(config, trace, policy=policy, seed=setting.seed, prices=sources.prices,
+                           spot_dir=sources.spot, days=w.days, start_day=w.start_day,
                            estimate_error=sources.estimate_error)
     world: Any = sim.world
     start = sim.clock.now()
@@ -170,6 +174,7 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
     summary["wait_share_within_budget"] = round(metrics.within_budget / metrics.jobs, 4) if metrics.jobs else 1.0
     summary["spot_source"] = sim.spot_source
     summary["estimate_error"] = sources.estimate_error
+    summary["pool_order"] = sources.order
     spend: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for e in sim.reconciler.state.ledger:
         spend[e.provider][e.market] += float(e.usd)
@@ -229,7 +234,8 @@ RECORD_KEYS = ("trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s"
                "deadline_misses", "lower_bound_usd", "upper_bound_usd")
 SUMMARY_EXTRAS = ("cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses",
                   "preemptions", "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours",
-                  "stranded_gpu_hours", "launches", "onprem_utilization", "estimate_error", "spot_source")
+                  "stranded_gpu_hours", "launches", "onprem_utilization", "estimate_error", "pool_order",
+                  "spot_source")
 
 
 def ratio_to_bound(cloud_usd: float, lower_usd: float | None) -> float | None:

@@ -6,13 +6,17 @@ Idle burst nodes take queued single-node jobs that fit, except jobs waiting for 
 (those are allocated to them). Preemption loses the work since the last
 periodic checkpoint; a requested checkpoint saves everything done up to the request. A stopped job
 goes back in the queue at its submission-time place or at the back (``requeue``).
+
+Given a ``ranker`` (``pool.order = "start_by"``), the queue is served by priority, then the start-by
+time the ranker gives a job when it enters the queue (also when requeued, whatever ``requeue``
+says: the rank is the job's, like a priority a Slurm job_submit plugin sets), not in arrival order.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -48,9 +52,11 @@ class _Run:
 class SimPool:
     def __init__(self, events: EventQueue, *, nodes: int, gpus_per_node: int, gpu_model: str,
                  checkpoint_s: float = 60.0, backfill_depth: int = 256, requeue: Requeue = Requeue.SUBMISSION,
-                 runtimes: Mapping[str, float] | None = None) -> None:
+                 runtimes: Mapping[str, float] | None = None,
+                 ranker: Callable[[Demand], datetime] | None = None) -> None:
         """``runtimes``: how long jobs really run, by id, where that differs from their estimate
-        (``Demand.est_runtime_s``, what the controller and the pool's backfill see)."""
+        (``Demand.est_runtime_s``, what the controller and the pool's backfill see). ``ranker``: the
+        start-by rule of a ranked queue (None: FIFO)."""
         self.events = events
         self.requeue = Requeue(requeue)
         self.gpu_model = gpu_model
@@ -62,6 +68,7 @@ class SimPool:
         self.burst: dict[str, _Burst] = {}
         self.metrics = PoolMetrics(nodes * gpus_per_node)
         self._runtimes = dict(runtimes or {})
+        self._ranker = ranker
         self._cache: dict[str, tuple[object, ...]] = {}
         self._ends: list[tuple[float, int]] = []  # (ends_ts, gpus) of on-prem runs, sorted
         self._changed = True  # queue, runs or burst nodes changed since the last schedule()
@@ -69,8 +76,12 @@ class SimPool:
 
     # --- Pool protocol -------------------------------------------------------------------------
     def pending(self) -> Sequence[Demand]:
+        """The queue in the order it is served."""
         if "pending" not in self._cache:
-            self._cache["pending"] = tuple(self.queue.values())
+            jobs: list[Demand] = list(self.queue.values())
+            if self._ranker is not None:
+                jobs.sort(key=_rank_order)
+            self._cache["pending"] = tuple(jobs)
         return self._cache["pending"]  # type: ignore[return-value]
 
     def running(self) -> Sequence[Placement]:
@@ -112,7 +123,7 @@ class SimPool:
     # --- arrivals and cloud node events (called by the simulated world/clouds) -------------------
     def submit(self, job: Demand, now: datetime) -> None:
         self.metrics.advance(now)
-        self.queue[job.job_id] = job
+        self.queue[job.job_id] = self._ranked(job)
         self.metrics.submitted(job)
         self._dirty("pending")
 
@@ -159,7 +170,7 @@ class SimPool:
         head_blocked: Demand | None = None
         shadow = extra = 0.0
         scanned = 0
-        for job in list(self.queue.values()):
+        for job in self.pending():
             if job.job_id in booting:
                 continue
             if head_blocked is not None:
@@ -201,7 +212,7 @@ class SimPool:
             return
         # queue order; each job gets the cheapest idle node that fits (Slurm: node Weight = price)
         idle.sort(key=lambda b: (b.offering.price_per_hour_usd, b.node_id))
-        for job in list(self.queue.values()):
+        for job in self.pending():
             if job.job_id in booting or job.nodes != 1:
                 continue
             for i, b in enumerate(idle):
@@ -259,7 +270,9 @@ class SimPool:
         self._requeue(again)
 
     def _requeue(self, job: Demand) -> None:
-        """Put a stopped job back in the queue: at the back, or at its place by submission time."""
+        """Put a stopped job back in the queue: at the back, or at its place by submission time (a
+        ranked queue ranks it again: its remaining work changed)."""
+        job = self._ranked(job)
         if self.requeue is Requeue.BACK:
             self.queue[job.job_id] = job
             return
@@ -289,6 +302,9 @@ class SimPool:
             run.checkpoint_done = True
 
     # --- helpers -------------------------------------------------------------------------------
+    def _ranked(self, job: Demand) -> Demand:
+        return replace(job, start_by=self._ranker(job)) if self._ranker else job
+
     def _done_s(self, run: _Run, at: datetime) -> float:
         return min(run.job.done_s + (at - run.started_at).total_seconds(), self._runtime_s(run.job))
 
@@ -330,3 +346,9 @@ class SimPool:
         else:
             self._cache.clear()
         self.metrics.set_busy(self._busy_onprem(), self._cloud_gpus)
+
+
+def _rank_order(job: Demand) -> tuple[int, float, float, str]:
+    """A ranked queue's order: priority, then start-by (every job in it has one)."""
+    by = job.start_by.timestamp() if job.start_by is not None else math.inf
+    return -job.priority, by, job.submitted_at.timestamp(), job.job_id

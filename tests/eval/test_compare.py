@@ -152,10 +152,21 @@ def test_synthesized_spot_series_of_different_seeds_do_not_share_cached_drops() 
     assert b.next_drop(0.0) == min(d for d in b.drops())
 
 
-def test_the_requeue_order_reaches_the_simulated_pool() -> None:
-    """Same day of the bundled sample: requeuing stopped jobs at the back changes what Burster does."""
+def test_the_requeue_order_reaches_the_simulated_fifo_pool() -> None:
+    """Same day of the bundled sample: in a FIFO pool, requeuing stopped jobs at the back changes what
+    Burster does."""
     plan = plan_settings([Window(str(DEMO_TRACE), "philly", 1.0, 1.0)], seeds=[0], nodes=[9])
-    by_order = {rq: run_arm(plan.settings[0], "burster", Sources(requeue=rq)).summary
-                for rq in ("submission", "back")}
-    assert by_order["submission"]["launches"] != by_order["back"]["launches"]
-    assert by_order["submission"]["jobs"] == by_order["back"]["jobs"] > 0
+    by_requeue = {rq: run_arm(plan.settings[0], "burster", Sources(requeue=rq, order="submission")).summary
+                  for rq in ("submission", "back")}
+    assert by_requeue["submission"]["launches"] != by_requeue["back"]["launches"]
+    assert by_requeue["submission"]["jobs"] == by_requeue["back"]["jobs"] > 0
+
+
+def test_the_queue_order_reaches_the_simulated_pool() -> None:
+    """Same day: a pool serving its queue by start-by sends less work to the cloud than a FIFO one."""
+    plan = plan_settings([Window(str(DEMO_TRACE), "philly", 1.0, 1.0)], seeds=[0], nodes=[9])
+    by_order = {order: run_arm(plan.settings[0], "burster", Sources(order=order)).summary
+                for order in ("start_by", "submission")}
+    assert by_order["start_by"]["pool_order"] == "start_by"
+    assert by_order["start_by"]["jobs"] == by_order["submission"]["jobs"] > 0
+    assert by_order["start_by"]["cloud_gpu_hours"] < by_order["submission"]["cloud_gpu_hours"]

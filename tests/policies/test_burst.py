@@ -10,6 +10,7 @@ from burster.model import Demand, JobClass, Market, Node, Offering, Placement, P
 from burster.plan import Launch
 from policies.burst import BurstParams, burst, spot_slack_s
 from policies.cost import CostModel, CostParams
+from policies.rank import start_by
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 SPOT = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
@@ -181,3 +182,22 @@ def test_an_idle_node_whose_job_finished_is_used_instead_of_a_new_launch() -> No
     assert burst(replace(base, cloud_nodes=(finished,)), COST, PARAMS) == []
     theirs = replace(base, pending=(other, job), cloud_nodes=(replace(finished, for_job="other"),))
     assert [launch.job_id for launch in burst(theirs, COST, PARAMS)] == ["be"]
+
+
+def test_the_projection_follows_a_ranked_pools_order() -> None:
+    """Two full 8-GPU nodes free in 20 min and in 2 h. A 10 h job came first (budget 2.5 h), a 2 h job
+    after it (budget 30 min). FIFO: the short job gets the 2 h node, past its budget, and bursts.
+    Ranked by start-by (the pool's rule, policies/rank.py), it goes first, and the long one waits
+    within its budget."""
+    long = Demand("long", 8, NOW - timedelta(minutes=2), 36_000, gpu_model="V100")
+    short = Demand("short", 8, NOW - timedelta(minutes=1), 7_200, gpu_model="V100")
+    hog = snapshot(long, busy_for_s=1_200)
+    hog2 = Demand("hog2", 8, NOW - timedelta(hours=1), 3 * 3600, gpu_model="V100")
+    fifo = replace(hog, pending=(long, short), pool_nodes=(*hog.pool_nodes, PoolNode("onprem-1", "V100", 8, 0)),
+                   running=(*hog.running, Placement(hog2, ("onprem-1",), NOW - timedelta(hours=1), False,
+                                                    Market.RESERVED)))
+    assert [a.job_id for a in burst(fifo, COST, PARAMS)] == ["short"]
+    ranked = tuple(replace(j, start_by=start_by(j, COST, PARAMS)) for j in (long, short))
+    assert ranked[1].start_by is not None and ranked[0].start_by is not None
+    assert ranked[1].start_by < ranked[0].start_by
+    assert burst(replace(fifo, pending=ranked), COST, PARAMS) == []

@@ -13,6 +13,7 @@ from burster.plan import Checkpoint
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
+from policies.rank import start_by
 from policies.reclaim import ReclaimParams
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
@@ -82,6 +83,22 @@ def test_a_later_queued_job_blocks_a_move_only_when_the_pool_requeues_at_the_bac
     # ahead of it and may take the free GPU; requeued at the back, it would wait behind it
     later = Demand("later", 16, NOW - timedelta(minutes=1), 4 * 3600, gpu_model="V100", nodes=2)
     assert moved(policy(requeue).decide(snapshot((later,))).actions) == expected
+
+
+@pytest.mark.parametrize("requeue", list(Requeue))
+@pytest.mark.parametrize(("deadline_h", "expected"), [(None, ["cj"]), (4.5, [])])
+def test_in_a_ranked_pool_who_is_ahead_goes_by_start_by(requeue: Requeue, deadline_h: float | None,
+                                                        expected: list[str]) -> None:
+    # the pool ranks by start-by (and ranks a requeued job again, whatever ``requeue`` says). The
+    # cloud job's is submission + budget 1.5 h = in 30 min. A 4 h job queued a minute ago starts by
+    # +59 min: behind it. With a deadline in 4.5 h, it must start within 15 min: ahead of it
+    cost, params = POLICY.cost, POLICY.params.burst
+    deadline = None if deadline_h is None else NOW + timedelta(hours=deadline_h)
+    later = Demand("later", 16, NOW - timedelta(minutes=1), 4 * 3600, gpu_model="V100", nodes=2,
+                   deadline=deadline, job_class=JobClass.STRICT if deadline else JobClass.BEST_EFFORT)
+    snap = snapshot((replace(later, start_by=start_by(later, cost, params)),))
+    ranked = tuple(replace(p, job=replace(p.job, start_by=start_by(p.job, cost, params))) for p in snap.running)
+    assert moved(policy(requeue).decide(replace(snap, running=ranked)).actions) == expected
 
 
 @pytest.mark.parametrize("requeue", list(Requeue))

@@ -115,3 +115,55 @@ def test_queued_jobs_take_the_cheapest_idle_burst_node_that_fits_in_queue_order(
     pool.schedule(T0)
     assert {p.job.job_id: p.node_ids for p in pool.running()} == {
         "first": ("c-spot",), "second": ("b-od",), "third": ("a-big",)}
+
+
+def _by_budget(j: Demand) -> datetime:
+    """A start-by rule for the tests: submission + a quarter of the runtime."""
+    return j.submitted_at + timedelta(seconds=0.25 * j.est_runtime_s)
+
+
+def test_a_ranked_pool_serves_priority_then_the_earliest_start_by_whatever_the_arrival_order() -> None:
+    """One free GPU after a 1-GPU job ends. Queued: a 10 h job (start by 2.5 h after it came), a
+    1 h job that came a minute later (start by 16 min) and a priority job that came last."""
+    pool = SimPool(EventQueue(), nodes=1, gpus_per_node=1, gpu_model="V100", ranker=_by_budget)
+    pool.submit(Demand("running", 1, T0, 600.0, gpu_model="V100"), T0)
+    pool.schedule(T0)
+    pool.submit(Demand("long", 1, T0, 36_000.0, gpu_model="V100"), T0)
+    pool.submit(Demand("short", 1, T0 + timedelta(minutes=1), 3600.0, gpu_model="V100"), T0 + timedelta(minutes=1))
+    assert [j.job_id for j in pool.pending()] == ["short", "long"]
+    assert pool.pending()[0].start_by == T0 + timedelta(minutes=16)
+    pool.submit(Demand("urgent", 1, T0 + timedelta(minutes=2), 36_000.0, gpu_model="V100", priority=1),
+                T0 + timedelta(minutes=2))
+    assert [j.job_id for j in pool.pending()] == ["urgent", "short", "long"]
+    pool.events.run_until(T0 + timedelta(minutes=10))  # "running" ends; the head takes its GPU
+    assert [p.job.job_id for p in pool.running()] == ["urgent"]
+
+
+def test_a_fifo_pool_serves_in_arrival_order() -> None:
+    pool = SimPool(EventQueue(), nodes=0, gpus_per_node=1, gpu_model="V100")
+    pool.submit(Demand("long", 1, T0, 36_000.0, gpu_model="V100"), T0)
+    pool.submit(Demand("short", 1, T0 + timedelta(minutes=1), 3600.0, gpu_model="V100"), T0)
+    assert [(j.job_id, j.start_by) for j in pool.pending()] == [("long", None), ("short", None)]
+
+
+@pytest.mark.parametrize("requeue", list(Requeue))
+def test_a_ranked_pool_ranks_a_stopped_job_again_by_its_remaining_work(requeue: Requeue) -> None:
+    """A 2 h deadline-free job checkpointed after 1 h: its start-by comes from the rule again, and it
+    keeps its place ahead of a job that must start later, whatever ``requeue`` says."""
+    def by_remaining(j: Demand) -> datetime:
+        return j.submitted_at + timedelta(seconds=j.remaining_s)
+
+    pool = SimPool(EventQueue(), nodes=0, gpus_per_node=8, gpu_model="V100", requeue=requeue, ranker=by_remaining)
+    pool.submit(Demand("a", 1, T0, 7200.0, gpu_model="V100"), T0)
+    pool.expect("a-node", ON_DEMAND, "a")
+    pool.join("a-node")
+    pool.schedule(T0)
+    hour = T0 + timedelta(hours=1)
+    pool.events.run_until(hour)
+    pool.submit(Demand("b", 1, hour, 7200.0, gpu_model="V100"), hour)
+    pool.checkpoint("a-node", hour + timedelta(minutes=5))
+    pool.events.run_until(hour + timedelta(minutes=1))
+    pool.drain("a-node")
+    a = pool.pending()[0]
+    assert [j.job_id for j in pool.pending()] == ["a", "b"]
+    assert a.remaining_s == 3600.0 and a.start_by == T0 + timedelta(hours=1)
