@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import strategies as st
@@ -19,6 +20,9 @@ from burster.model import (
     Snapshot,
     Spend,
 )
+from policies.burst import BurstParams
+from policies.cost import CostModel
+from policies.rank import start_by
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 MODELS = ("V100", "A100")
@@ -64,6 +68,9 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
                  for i in range(draw(st.integers(0, 6))))
     pending = draw(demands("p", draw(st.integers(0, 12))))
     running_jobs = draw(demands("r", draw(st.integers(0, 6))))
+    if draw(st.booleans()):  # a ranked pool (pool.order = "start_by") ranks every job it queued
+        pending, running_jobs = (tuple(replace(j, start_by=start_by(j, CostModel(), BurstParams())) for j in jobs)
+                                 for jobs in (pending, running_jobs))
     cloud_nodes: list[Node] = []
     running: list[Placement] = []
     for i, job in enumerate(running_jobs):
