@@ -63,10 +63,16 @@ def guard_params(config: BursterConfig) -> GuardParams:
     )
 
 
+def burst_params(config: BursterConfig) -> BurstParams:
+    """Burster's burst parameters from the ``[policy]`` section (also the ranked queue's rule)."""
+    p = config.policy
+    return BurstParams(max_wait_s=p.max_wait_s, deadline_margin_s=p.deadline_margin_s, prewarm=p.prewarm)
+
+
 def _burster(config: BursterConfig, cost: CostModel) -> Policy:
     p = config.policy
     return BursterPolicy(cost, BursterParams(
-        burst=BurstParams(max_wait_s=p.max_wait_s, deadline_margin_s=p.deadline_margin_s, prewarm=p.prewarm),
+        burst=burst_params(config),
         reclaim=ReclaimParams(idle_ttl_s=p.idle_ttl_s, tick_s=config.controller.tick_s,
                               move_back=p.reclaim_to_onprem, consolidate=p.consolidate,
                               requeue=config.pool.requeue),
@@ -136,8 +142,7 @@ def queue_ranker(config: BursterConfig, cost: CostModel) -> Callable[[Demand], d
     budget and deadline margin; None for a FIFO pool."""
     if config.pool.order != "start_by":
         return None
-    params = BurstParams(max_wait_s=config.policy.max_wait_s, deadline_margin_s=config.policy.deadline_margin_s)
-    return functools.partial(start_by, cost=cost, params=params)
+    return functools.partial(start_by, cost=cost, params=burst_params(config))
 
 
 def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: int,
