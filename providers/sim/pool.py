@@ -25,6 +25,8 @@ from providers.sim.events import EventQueue
 from providers.sim.metrics import PoolMetrics
 from providers.sim.onprem import OnPremNodes
 
+RankKey = tuple[int, float, float, str]  # a ranked queue's order (_rank_order)
+
 
 @dataclass
 class _Burst:
@@ -64,6 +66,7 @@ class SimPool:
         self.checkpoint_s = checkpoint_s
         self.backfill_depth = backfill_depth
         self.queue: dict[str, Demand] = {}  # insertion order = FIFO
+        self._order: list[RankKey] = []  # a ranked queue's keys, kept sorted (empty when FIFO)
         self.runs: dict[str, _Run] = {}
         self.burst: dict[str, _Burst] = {}
         self.metrics = PoolMetrics(nodes * gpus_per_node)
@@ -78,10 +81,10 @@ class SimPool:
     def pending(self) -> Sequence[Demand]:
         """The queue in the order it is served."""
         if "pending" not in self._cache:
-            jobs: list[Demand] = list(self.queue.values())
-            if self._ranker is not None:
-                jobs.sort(key=_rank_order)
-            self._cache["pending"] = tuple(jobs)
+            if self._ranker is None:
+                self._cache["pending"] = tuple(self.queue.values())
+            else:
+                self._cache["pending"] = tuple(self.queue[key[-1]] for key in self._order)
         return self._cache["pending"]  # type: ignore[return-value]
 
     def running(self) -> Sequence[Placement]:
@@ -123,7 +126,7 @@ class SimPool:
     # --- arrivals and cloud node events (called by the simulated world/clouds) -------------------
     def submit(self, job: Demand, now: datetime) -> None:
         self.metrics.advance(now)
-        self.queue[job.job_id] = self._ranked(job)
+        self._enqueue(self._ranked(job))
         self.metrics.submitted(job)
         self._dirty("pending")
 
@@ -227,7 +230,7 @@ class SimPool:
 
     def _start(self, job: Demand, now: datetime, burst_ids: tuple[str, ...],
                slots: tuple[tuple[int, int], ...]) -> None:
-        del self.queue[job.job_id]
+        self._dequeue(job.job_id)
         for node_id in burst_ids:
             self.burst[node_id].job_id = job.job_id
         self.onprem.take(slots)
@@ -273,12 +276,26 @@ class SimPool:
         """Put a stopped job back in the queue: at the back, or at its place by submission time (a
         ranked queue ranks it again: its remaining work changed)."""
         job = self._ranked(job)
-        if self.requeue is Requeue.BACK:
-            self.queue[job.job_id] = job
+        if self.requeue is Requeue.BACK or self._ranker is not None:  # a ranked queue's order is its keys
+            self._enqueue(job)
             return
         items = list(self.queue.items())
         k = bisect.bisect_right([j.submitted_at for _, j in items], job.submitted_at)
         self.queue = dict([*items[:k], (job.job_id, job), *items[k:]])
+        self._cache.pop("pending", None)
+
+    def _enqueue(self, job: Demand) -> None:
+        """Add ``job`` at the back of the queue (a ranked queue: at its rank's place)."""
+        self.queue[job.job_id] = job
+        if self._ranker is not None:
+            bisect.insort(self._order, _rank_order(job))
+        self._cache.pop("pending", None)
+
+    def _dequeue(self, job_id: str) -> None:
+        job = self.queue.pop(job_id)
+        if self._ranker is not None:
+            del self._order[bisect.bisect_left(self._order, _rank_order(job))]
+        self._cache.pop("pending", None)
 
     def _release(self, run: _Run) -> None:
         del self.runs[run.job.job_id]
@@ -338,17 +355,15 @@ class SimPool:
         return sum(self.burst[n].offering.price_per_hour_usd for n in run.node_ids if n in self.burst)
 
     def _dirty(self, *views: str) -> None:
-        """Something schedule() looks at changed; drop the cached ``views`` (all when none named)."""
+        """Something schedule() looks at changed; drop the cached ``views`` (when none named: those
+        of runs and nodes; the queue's own view goes whenever the queue changes)."""
         self._changed = True
-        if views:
-            for view in views:
-                self._cache.pop(view, None)
-        else:
-            self._cache.clear()
+        for view in views or ("running", "nodes"):
+            self._cache.pop(view, None)
         self.metrics.set_busy(self._busy_onprem(), self._cloud_gpus)
 
 
-def _rank_order(job: Demand) -> tuple[int, float, float, str]:
+def _rank_order(job: Demand) -> RankKey:
     """A ranked queue's order: priority, then start-by (every job in it has one)."""
     by = job.start_by.timestamp() if job.start_by is not None else math.inf
     return -job.priority, by, job.submitted_at.timestamp(), job.job_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -167,3 +168,27 @@ def test_a_ranked_pool_ranks_a_stopped_job_again_by_its_remaining_work(requeue: 
     a = pool.pending()[0]
     assert [j.job_id for j in pool.pending()] == ["a", "b"]
     assert a.remaining_s == 3600.0 and a.start_by == T0 + timedelta(hours=1)
+
+
+def test_a_ranked_queue_stays_in_rank_order_as_jobs_come_start_and_stop() -> None:
+    """The ranked queue is kept sorted as jobs arrive, backfill starts jobs from its middle and
+    stopped jobs come back: after every step it is what sorting it afresh would give."""
+    rng = random.Random(7)
+    pool = SimPool(EventQueue(), nodes=2, gpus_per_node=8, gpu_model="V100", ranker=_by_budget)
+    now = T0
+    for i in range(300):
+        now += timedelta(seconds=rng.randrange(0, 300))
+        pool.events.run_until(now)
+        pool.submit(Demand(f"j{i}", rng.choice((1, 2, 4, 8)), now, float(rng.randrange(60, 7200)),
+                           gpu_model="V100", priority=rng.choice((0, 0, 0, 1))), now)
+        if i % 50 == 49:  # a burst node takes the head, then is drained: its job is requeued
+            head = pool.pending()[0].job_id
+            pool.expect(f"n{i}", ON_DEMAND, head)
+            pool.join(f"n{i}")
+            pool.schedule(now)
+            pool.drain(f"n{i}")
+        pool.schedule(now)
+        queued = list(pool.pending())
+        assert queued == sorted(queued, key=lambda j: (-j.priority, j.start_by, j.submitted_at, j.job_id))
+        assert {j.job_id for j in queued} == set(pool.queue)
+    assert len(pool.pending()) > 20  # the queue grew long enough for the order to matter
