@@ -81,9 +81,9 @@ def _check_numbers(args: argparse.Namespace) -> None:
         raise ConfigError(f"--days must be in (0, 365]; got {args.days:g}")
     if args.start_day is not None and args.start_day < 0:
         raise ConfigError(f"--start-day must be >= 0; got {args.start_day:g}")
-    from burster.sim.estimates import with_estimate_error
+    from burster.sim.estimates import check_sigma
 
-    with_estimate_error((), args.estimate_error, 0)  # raises with the valid range
+    check_sigma(args.estimate_error)
 
 
 def windows(args: argparse.Namespace) -> list[Any]:

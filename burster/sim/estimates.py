@@ -20,11 +20,16 @@ from burster.model import Demand
 MAX_SIGMA = 3.0
 
 
-def with_estimate_error(jobs: Sequence[Demand], sigma: float, seed: int) -> tuple[list[Demand], dict[str, float]]:
-    """The jobs with noisy ``est_runtime_s``, and their true runtimes by job id (empty for sigma 0)."""
+def check_sigma(sigma: float) -> None:
+    """Raise ConfigError, with the valid range, unless ``sigma`` is a usable estimate error."""
     if not 0.0 <= sigma <= MAX_SIGMA or math.isnan(sigma):
         raise ConfigError(f"estimate error must be a lognormal sigma in [0, {MAX_SIGMA:g}] (0: exact "
                           f"estimates, 0.5: typical of user time limits); got {sigma}")
+
+
+def with_estimate_error(jobs: Sequence[Demand], sigma: float, seed: int) -> tuple[list[Demand], dict[str, float]]:
+    """The jobs with noisy ``est_runtime_s``, and their true runtimes by job id (empty for sigma 0)."""
+    check_sigma(sigma)
     if sigma == 0.0:
         return list(jobs), {}
     rng = random.Random(f"estimates:{seed}")
