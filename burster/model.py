@@ -131,6 +131,18 @@ class Demand:
         object.__setattr__(self, "gpus_per_node", -(-self.gpus // self.nodes))
 
 
+QueueKey = tuple[int, float]
+
+
+def queue_key(job: Demand) -> QueueKey:
+    """Where a pool's queue serves ``job``, smallest first: by priority, then start-by, in a ranked
+    pool (the job has a ``start_by``); by submission in a FIFO pool. The simulated pool and the
+    policies' projection both read it, so the two cannot drift apart."""
+    if job.start_by is not None:
+        return -job.priority, job.start_by.timestamp()
+    return 0, job.submitted_at.timestamp()
+
+
 @dataclass(frozen=True, slots=True)
 class Placement:
     """A running job and where it runs (on-prem node ids and/or cloud node ids)."""

@@ -15,19 +15,11 @@ import math
 from collections import defaultdict
 from datetime import datetime
 
-from burster.model import Demand, Placement, PoolNode
+from burster.model import Demand, Placement, PoolNode, QueueKey, queue_key
+
+__all__ = ["QueueKey", "ReservedQueue", "queue_key"]
 
 INF = math.inf
-
-QueueKey = tuple[int, float]
-
-
-def queue_key(job: Demand) -> QueueKey:
-    """Where the pool's queue serves ``job``, smallest first: by priority, then start-by, in a ranked
-    pool (the job has a ``start_by``); by submission in a FIFO pool."""
-    if job.start_by is not None:
-        return -job.priority, job.start_by.timestamp()
-    return 0, job.submitted_at.timestamp()
 
 
 class ReservedQueue:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from burster.model import CheckpointTicket, Demand, Market, Offering, Placement, PoolNode, Requeue
+from burster.model import CheckpointTicket, Demand, Market, Offering, Placement, PoolNode, Requeue, queue_key
 from providers.sim.events import EventQueue
 from providers.sim.metrics import PoolMetrics
 from providers.sim.onprem import OnPremNodes
@@ -128,7 +128,7 @@ class SimPool:
         self.metrics.advance(now)
         self._enqueue(self._ranked(job))
         self.metrics.submitted(job)
-        self._dirty("pending")
+        self._dirty("pending")  # only the queue changed: runs and nodes keep their cached views
 
     def expect(self, node_id: str, offering: Offering, for_job: str | None) -> None:
         self.burst[node_id] = _Burst(node_id, offering, for_job)
@@ -364,6 +364,6 @@ class SimPool:
 
 
 def _rank_order(job: Demand) -> RankKey:
-    """A ranked queue's order: priority, then start-by (every job in it has one)."""
-    by = job.start_by.timestamp() if job.start_by is not None else math.inf
-    return -job.priority, by, job.submitted_at.timestamp(), job.job_id
+    """A ranked queue's order: ``queue_key`` (priority, then start-by: every job in it has one),
+    ties by submission, then id."""
+    return *queue_key(job), job.submitted_at.timestamp(), job.job_id

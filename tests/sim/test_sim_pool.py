@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from burster.model import Demand, Market, Offering, Requeue
+from burster.model import Demand, Market, Offering, Requeue, queue_key
 from providers.sim.events import EventQueue
 from providers.sim.pool import SimPool
 
@@ -189,6 +189,8 @@ def test_a_ranked_queue_stays_in_rank_order_as_jobs_come_start_and_stop() -> Non
             pool.drain(f"n{i}")
         pool.schedule(now)
         queued = list(pool.pending())
+        # the policies' projection reads the same order (queue_key): the two must not drift apart
+        assert queued == sorted(queued, key=lambda j: (queue_key(j), j.submitted_at, j.job_id))
         assert queued == sorted(queued, key=lambda j: (-j.priority, j.start_by, j.submitted_at, j.job_id))
         assert {j.job_id for j in queued} == set(pool.queue)
     assert len(pool.pending()) > 20  # the queue grew long enough for the order to matter
