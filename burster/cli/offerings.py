@@ -62,21 +62,39 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_table(ranked: list[RankedOffer], title: str) -> None:
+_WIDE = ("provider", "region", "zone", "instance type", "GPU", "GPUs", "market", "$/h", "$/GPU-h", "effective $/GPU-h")
+_NARROW = ("offering", "GPUs", "$/h", "eff. $/GPU-h")
+_LEFT = {"provider", "region", "zone", "instance type", "GPU", "market", "offering"}
+
+
+def _cells(r: RankedOffer) -> dict[str, str]:
+    o = r.offering
+    return {"provider": o.provider, "region": o.region, "zone": o.zone, "instance type": o.instance_type,
+            "GPU": o.gpu_model, "GPUs": str(o.gpus_per_node), "market": o.market.value, "offering": o.key,
+            "$/h": f"{o.price_per_hour_usd:,.3f}", "$/GPU-h": f"{o.price_per_gpu_hour_usd:,.3f}",
+            "effective $/GPU-h": f"{r.effective_usd_per_gpu_hour:,.3f}",
+            "eff. $/GPU-h": f"{r.effective_usd_per_gpu_hour:,.3f}"}
+
+
+def _print_table(ranked: list[RankedOffer], title: str, console: Any = None) -> None:
+    """Every column on a wide console; on a narrow one (an 80-column terminal) the offering's key
+    (provider/zone/instance type/market), its GPUs and prices, so that no value is cut short."""
     from rich.console import Console
     from rich.table import Table
 
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
+            console = Console(width=200)
+    rows = [_cells(r) for r in ranked]
+    widths = {c: max(len(c), *(len(row[c]) for row in rows)) for c in (*_WIDE, *_NARROW)}
+    columns = _WIDE if 1 + sum(widths[c] + 3 for c in _WIDE) <= console.width else _NARROW
     t = Table(title=title)
-    for name in ("provider", "region", "zone", "instance type", "GPU", "GPUs", "market"):
-        t.add_column(name)
-    for name in ("$/h", "$/GPU-h", "effective $/GPU-h"):
-        t.add_column(name, justify="right")
-    for r in ranked:
-        o = r.offering
-        t.add_row(o.provider, o.region, o.zone, o.instance_type, o.gpu_model, str(o.gpus_per_node), o.market.value,
-                  f"{o.price_per_hour_usd:,.3f}", f"{o.price_per_gpu_hour_usd:,.3f}",
-                  f"{r.effective_usd_per_gpu_hour:,.3f}")
-    console = Console()
-    if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
-        console = Console(width=200)
+    for c in columns:  # the key folds onto a second line on a very narrow console; a price never does
+        t.add_column(c, justify="left" if c in _LEFT else "right", min_width=widths[c] if c != "offering" else None,
+                     no_wrap=c != "offering", overflow="fold")
+    for row in rows:
+        t.add_row(*(row[c] for c in columns))
     console.print(t)
+    if columns is _NARROW:
+        console.print("(narrow terminal: region, GPU, list $/GPU-h left out; --json has all)")

@@ -4,6 +4,7 @@ prices computed here from the CSV rows), --json records, the table, and each bad
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -149,3 +150,28 @@ def test_unknown_gpu_lists_every_valid_model(capsys: pytest.CaptureFixture[str])
     assert main(["offerings", *BUNDLED, "--gpu", "B200"]) == 2
     err = capsys.readouterr().err
     assert "Valid: A10, A100, A100-80GB, A10G, H100, H100-MEGA, H200, T4, V100, V100-32GB." in err
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_table_cuts_no_value_short_on_a_narrow_terminal(width: int) -> None:
+    """80 columns: the offering's key, GPUs and prices, whole; 200: every column."""
+    from rich.console import Console
+
+    from burster.cli.offerings import _print_table
+    from burster.model import Market, Offering
+    from burster.offer_query import RankedOffer
+
+    ranked = [RankedOffer(Offering("azure", region, region, "Standard_ND96amsr_A100_v4", "A100-80GB", 8, market,
+                                   price), price / 8 * 1.02)
+              for region, market, price in (("southcentralus", Market.SPOT, 3.589), ("eastus", Market.ON_DEMAND, 32.77),
+                                            ("westus2", Market.SPOT, 12_345.678))]
+    out = io.StringIO()
+    _print_table(ranked, "A100", Console(file=out, width=width, color_system=None))
+    text = out.getvalue()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= width
+    first_column = "".join(line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│"))
+    for r in ranked:
+        o = r.offering
+        assert o.key in first_column if width == 80 else o.instance_type in text  # a long key folds, whole
+        assert f"{o.price_per_hour_usd:,.3f}" in text and f"{r.effective_usd_per_gpu_hour:,.3f}" in text
+    assert ("--json has all" in text) == (width == 80)
