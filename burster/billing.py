@@ -25,6 +25,17 @@ class BillingRule:
         whole = math.ceil(units - 1e-9) if self.round_up else math.floor(units + 1e-9)
         return max(whole * self.increment_s, self.minimum_s)
 
+    def expected_billed_s(self, run_s: float) -> float:
+        """The bill of a run of about ``run_s`` seconds, priced before it happens. Where it will end
+        within its last increment is not known ahead, so the rounding is priced at its mean: half
+        an increment more when rounded up, half less when rounded down (Azure's free extra
+        seconds); at least the minimum. Linear in the run, a comparison of two forecasts does not
+        flip back and forth as the clock crosses each increment."""
+        if run_s <= 0:
+            return 0.0
+        half = self.increment_s / 2
+        return max(run_s + (half if self.round_up else -half), self.minimum_s, 0.0)
+
 
 BILLING: dict[str, BillingRule] = {
     "aws": BillingRule(increment_s=1, minimum_s=60),

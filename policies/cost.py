@@ -99,7 +99,8 @@ class CostModel:
         return job.nodes * per_member
 
     def billed_hours(self, provider: str, run_s: float) -> float:
-        return billing_rule(provider).billed_s(run_s) / 3600.0
+        """Hours a future run of ``run_s`` seconds is expected to bill (``BillingRule.expected_billed_s``)."""
+        return billing_rule(provider).expected_billed_s(run_s) / 3600.0
 
     def job_cost_usd(self, job: Demand, offering: Offering) -> float:
         """Expected $ to finish ``job`` on ``offering``: nodes x price x billed (work + rework)."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Action, Checkpoint, Launch
@@ -100,3 +102,23 @@ def test_the_composed_policy_moves_back_on_prem_first_and_consolidates_only_when
     free = on.decide(snapshot(pool_free=1)).actions  # a reserved GPU is free: one checkpoint, to move back
     assert moved(free) == ["cj"] and "back on-prem" in free[0].reason  # type: ignore[attr-defined]
     assert launched(free) == []
+
+
+@pytest.mark.parametrize("hours_left", [0.5, 3.0, 12.4])
+def test_a_move_that_stops_paying_does_not_start_paying_again_as_the_clock_runs(hours_left: float) -> None:
+    """The saving of a move only shrinks with the run left, also on a per-minute-billed target: the
+    simulator skips the passes in between on that promise (policies/quiet.py). Priced just under the
+    break-even, the move pays for a while, then stops for good."""
+    def moves(price: float, after_s: float) -> bool:
+        at = replace(snapshot(hours_left, offerings=(PRICEY, replace(CHEAP, price_per_hour_usd=price))),
+                     now=NOW + timedelta(seconds=after_s))
+        return bool(launched(consolidate(at, COST, PARAMS)))
+
+    low, high = 0.01, PRICEY.price_per_hour_usd  # the move pays at low, not at high: bisect the break-even
+    assert moves(low, 0) and not moves(high, 0)
+    for _ in range(40):
+        mid = (low + high) / 2
+        low, high = (mid, high) if moves(mid, 0) else (low, mid)
+    for below in (1e-5, 1e-4, 1e-3):
+        seen = [moves(low - below, s) for s in range(0, 1200, 10)]
+        assert seen[0] and seen == sorted(seen, reverse=True), below  # on, then off for good

@@ -54,11 +54,11 @@ def test_interruption_rate_per_offering_overrides_default() -> None:
 def test_job_cost_counts_gang_nodes_rework_latency_and_billing() -> None:
     cost = CostModel(CostParams(spot_interruptions_per_hour=0.0, launch_latency_s=180))
     job = Demand("j", gpus=16, nodes=2, submitted_at=NOW, est_runtime_s=3600)
-    # 2 nodes x $24.48 x (3600 + 180) s
-    assert cost.job_cost_usd(job, OD) == pytest.approx(2 * 24.48 * 3780 / 3600)
+    # 2 nodes x $24.48 x (3600 + 180) s, plus half a second: per-second billing rounds the end up
+    assert cost.job_cost_usd(job, OD) == pytest.approx(2 * 24.48 * 3780.5 / 3600)
     one_gpu = Demand("k", gpus=1, submitted_at=NOW, est_runtime_s=20)
     # a whole 8-GPU node, 60 s minimum does not apply since 20 + 180 > 60
-    assert cost.job_cost_usd(one_gpu, OD) == pytest.approx(24.48 * 200 / 3600)
+    assert cost.job_cost_usd(one_gpu, OD) == pytest.approx(24.48 * 200.5 / 3600)
 
 
 def test_wait_cost_scales_with_gpus_priority_and_deadline() -> None:
@@ -79,8 +79,8 @@ def test_a_gang_on_spot_is_interrupted_once_per_member_interruption() -> None:
     cost = CostModel(CostParams(spot_interruptions_per_hour=0.2, restart_overhead_s=300, launch_latency_s=0))
     assert cost.rework_fraction(SPOT, 1800, nodes=4) == pytest.approx(4 * 0.2 / 3)
     gang = Demand("g", gpus=32, nodes=4, submitted_at=NOW, est_runtime_s=3600)
-    # 4 nodes x $8 x (1 h work + 4 x 0.2 x 1/3 h rework)
-    assert cost.job_cost_usd(gang, SPOT) == pytest.approx(4 * 8.0 * (1 + 0.8 / 3))
+    # 4 nodes x $8 x (1 h work + 4 x 0.2 x 1/3 h rework + half a second of per-second rounding)
+    assert cost.job_cost_usd(gang, SPOT) == pytest.approx(4 * 8.0 * (1 + 0.8 / 3 + 0.5 / 3600))
 
 
 def test_exposed_time_is_where_unsaved_work_exceeds_the_room() -> None:
@@ -120,3 +120,17 @@ def test_a_notice_long_enough_for_the_checkpoint_handshake_loses_only_the_restar
                  deadline=NOW + timedelta(seconds=5_000))
     assert cost.deadline_risk_usd(job, aws_spot, 1_000) == 0.0
     assert cost.deadline_risk_usd(job, aws_spot, 400) == pytest.approx(500 * (1 - math.exp(-0.2)))
+
+
+def test_a_forecast_bill_prices_the_rounding_at_its_mean() -> None:
+    """Azure bills 6 min 45 s as 6 min once it has run; a forecast cannot know where a run will end
+    within its last minute, so it takes off half a minute, whatever the seconds (AWS: half a second
+    more; its 60 s minimum still applies)."""
+    assert BILLING["azure"].billed_s(405) == 360 and BILLING["azure"].expected_billed_s(405) == 375
+    assert BILLING["azure"].expected_billed_s(361) == 331 and BILLING["azure"].expected_billed_s(10) == 0
+    assert BILLING["aws"].expected_billed_s(20) == 60 and BILLING["aws"].expected_billed_s(0) == 0
+    assert BILLING["aws"].expected_billed_s(100) == 100.5
+    cost = CostModel(CostParams(spot_interruptions_per_hour=0.0, launch_latency_s=0))
+    azure = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.ON_DEMAND, 3.06)
+    job = Demand("j", gpus=1, submitted_at=NOW, est_runtime_s=405)
+    assert cost.job_cost_usd(job, azure) == pytest.approx(3.06 * 375 / 3600)
