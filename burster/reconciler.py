@@ -66,14 +66,16 @@ class Reconciler:
         self._offerings: dict[str, Sequence[Offering]] = {}
         self._parts: tuple[Sequence[Offering], ...] = ()
         self._combined: tuple[Offering, ...] = ()
+        self._settled = False  # this pass finished a checkpoint (and drained its node) while observing
 
     # --- the pass ------------------------------------------------------------------------------
     def run_once(self) -> PassReport:
-        settling = bool(self.state.tickets)  # observe may finish a checkpoint and drain its node
+        self._settled = False
         snapshot = self.observe()
         plan = self.policy.decide(snapshot)
         report = PassReport(snapshot.now, plan)
-        if not settling and not plan.actions and not plan.refused:
+        # a checkpoint observe finished drained its node after the pool was read: look again next tick
+        if not self._settled and not plan.actions and not plan.refused:
             report.quiet_until = plan.quiet_until
         self.actuate(plan, snapshot, report)
         self.record(report)
@@ -144,6 +146,7 @@ class Reconciler:
             ticket = self.pool.checkpoint(node_id, self.state.tickets[node_id].deadline)
             self.state.tickets[node_id] = ticket
             if ticket.done or now >= ticket.deadline:
+                self._settled = True
                 del self.state.tickets[node_id]
                 self._drain_and_terminate(node_id, "checkpoint done" if ticket.done else "checkpoint timed out")
 

@@ -8,12 +8,14 @@ time-dependent quantity they use moves in lockstep:
 - a running job's deadline slack is constant (its remaining work shrinks as the clock moves);
   "almost done" and the savings of moving a job back on-prem or to cheaper cloud capacity only turn
   actions *off* as time passes;
-so an empty plan stays empty until an event (arrival, finish, node ready, notice, spot
-availability change, block expiry), until an idle node reaches its idle TTL, or until a job the
-projection says starts now (but the pool has not started) ages past its wait budget or spot slack
-(the burst rule reports those instants). Budgets accrue with
-time, signals open windows, and an on-prem job past its expected end breaks the lockstep: in those
-cases this returns None (decide every tick).
+- a booting node, a checkpoint in flight and a standing interruption notice (its node already
+  checkpointing: an empty plan means every notice is handled) change only by events;
+so an empty plan stays empty until an event (arrival, finish, node up or joined, checkpoint done,
+notice, spot availability change, block expiry), until an idle node reaches its idle TTL, or until
+a job the projection says starts now (but the pool has not started) ages past its wait budget or
+spot slack (the burst rule reports those instants). Budgets accrue with time, signals open
+windows, and an on-prem job past its expected end breaks the lockstep: in those cases this returns
+None (decide every tick).
 """
 
 from __future__ import annotations
@@ -28,12 +30,15 @@ from burster.plan import Plan
 from policies.guards import GuardParams
 
 FOREVER = datetime.max.replace(tzinfo=UTC)
+# node states that end only by an event: the cloud reports the node up, the pool sees it join, the
+# job's checkpoint completes (its deadline is the controller's own wake), the node is interrupted
+_WAITED_ON = frozenset({NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeState.CHECKPOINTING})
 
 
 def quiet_until(snapshot: Snapshot, *, idle_ttl_s: float, guards: GuardParams,
                 reads_signals: bool) -> datetime | None:
     """The earliest instant an empty plan could turn non-empty without an event; None if unknown."""
-    if snapshot.interruptions or (reads_signals and snapshot.signals):
+    if reads_signals and snapshot.signals:
         return None
     if guards.total_budget_usd is not None or guards.team_budget_usd:
         return None
@@ -42,6 +47,8 @@ def quiet_until(snapshot: Snapshot, *, idle_ttl_s: float, guards: GuardParams,
         return None
     wake = FOREVER
     for node in snapshot.cloud_nodes:
+        if node.state in _WAITED_ON:
+            continue  # booting, or its checkpoint in flight: what comes next is an event
         if node.state is not NodeState.READY:
             return None
         if not node.busy:

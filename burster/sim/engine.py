@@ -3,9 +3,10 @@
 The controller ticks every ``tick_s`` like the live service. A pass that decides nothing is
 repeated only when something could change its answer: the loop jumps to the first tick at or after
 the next world change (an event, an arrival, a spot availability flip while work is queued or cloud nodes live), the
-expiry of a blocked offering, or the instant the policy itself names (``PassReport.quiet_until``,
-e.g. an idle node reaching its TTL). Every pass it skips would have returned an empty plan, so the
-result is the same as ticking through; ``skip=False`` ticks through to prove it.
+expiry of a blocked offering, the deadline of a checkpoint in flight, or the instant the policy itself names
+(``PassReport.quiet_until``, e.g. an idle node reaching its TTL). Every pass it skips would have
+returned an empty plan, so the result is the same as ticking through; ``skip=False`` ticks through
+to prove it.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ _NEVER = object()
 def _wake(world: World, reconciler: Reconciler, report: PassReport | None, now: datetime) -> object:
     """When the next pass could decide something (None: next tick; _NEVER: nothing ever will)."""
     state = reconciler.state
-    busy = report is not None and (report.quiet_until is None or report.errors or state.tickets or state.intents)
+    busy = report is not None and (report.quiet_until is None or report.errors or state.intents)
     if busy:
         return None
     # a spot pool coming back can make a queued job burst, or a running one move to it
@@ -78,6 +79,7 @@ def _wake(world: World, reconciler: Reconciler, report: PassReport | None, now: 
     if report is not None:
         times.append(report.quiet_until)
         times += [until for until in state.blocked.values() if until > now]
+        times += [t.deadline for t in state.tickets.values()]  # a checkpoint that times out
     found = [t for t in times if t is not None]
     if not found:
         return _NEVER if report is None else None
