@@ -61,6 +61,7 @@ class CostModel:
 
     def __init__(self, params: CostParams | None = None) -> None:
         self.p = params or CostParams()
+        self._run_rates: dict[tuple[int, int, float, str, float], float] = {}
 
     # --- rates ---------------------------------------------------------------------------------
     def interruption_rate(self, offering: Offering) -> float:
@@ -84,6 +85,18 @@ class CostModel:
         if not self.saves_on_notice(offering):
             lost_s += checkpoint_interval_s / 2
         return nodes * self.interruption_rate(offering) * lost_s / 3600.0
+
+    def run_rate_usd_per_hour(self, job: Demand, offering: Offering) -> float:
+        """Expected $ per hour of useful run of ``job``'s gang on ``offering``: its nodes' price plus
+        spot rework. Memoized per job shape and offering (the parameters never change)."""
+        key = (job.nodes, job.gpus_per_node, job.checkpoint_interval_s, offering.key, offering.price_per_hour_usd)
+        rate = self._run_rates.get(key)
+        if rate is None:
+            nodes = self.nodes_for(job, offering)
+            rate = nodes * offering.price_per_hour_usd * (
+                1 + self.rework_fraction(offering, job.checkpoint_interval_s, nodes))
+            self._run_rates[key] = rate
+        return rate
 
     def effective_price_per_gpu_hour(self, offering: Offering,
                                      checkpoint_interval_s: float = 1800.0) -> float:

@@ -47,7 +47,6 @@ class OfferBook:
             self._by_model.setdefault(o.gpu_model, []).append(o)
         self._best: dict[ShapeKey, Offering | None] = {}
         self._spot_ranks: dict[ShapeKey, tuple[list[Offering], list[float]]] = {}
-        self._rates: dict[tuple[int, int, float, str], float] = {}
         # (running job id, attempt, burst params) -> where it would be launched now: constant while
         # this book is (a running job's deadline slack does not change as it runs)
         self.targets: dict[tuple[str, int, object], Offering | None] = {}
@@ -67,7 +66,7 @@ class OfferBook:
         for o in self._candidates(job.gpu_model):
             if o.market not in markets:
                 continue
-            rate = self.cost.nodes_for(job, o) * o.price_per_hour_usd if by_price else self._rate(job, o)
+            rate = self.cost.nodes_for(job, o) * o.price_per_hour_usd if by_price else self.rate(job, o)
             if best is None or rate < best_rate or (rate == best_rate and o.key < best.key):
                 best, best_rate = o, rate
         self._best[key] = best
@@ -106,7 +105,7 @@ class OfferBook:
         hit = self._spot_ranks.get(key)
         if hit is None:
             spots = sorted((o for o in self._candidates(job.gpu_model) if o.market is Market.SPOT),
-                           key=lambda o: (self._rate(job, o), o.key))
+                           key=lambda o: (self.rate(job, o), o.key))
             neg_min: list[float] = []
             low = math.inf
             for o in spots:
@@ -116,13 +115,5 @@ class OfferBook:
         return hit
 
     def rate(self, job: Demand, o: Offering) -> float:
-        """Expected $ per hour of useful run of ``job``'s gang on ``o`` (price plus spot rework), memoized."""
-        key = (job.nodes, job.gpus_per_node, job.checkpoint_interval_s, o.key)
-        rate = self._rates.get(key)
-        if rate is None:
-            rate = self._rates[key] = self._rate(job, o)
-        return rate
-
-    def _rate(self, job: Demand, o: Offering) -> float:
-        nodes = self.cost.nodes_for(job, o)
-        return nodes * o.price_per_hour_usd * (1 + self.cost.rework_fraction(o, job.checkpoint_interval_s, nodes))
+        """Expected $ per hour of useful run of ``job``'s gang on ``o`` (price plus spot rework)."""
+        return self.cost.run_rate_usd_per_hour(job, o)
