@@ -19,11 +19,11 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from burster.model import Demand, JobClass, Market, Node, Offering, Snapshot
+from burster.model import Demand, JobClass, Market, Node, Offering, Snapshot, queue_key
 from burster.plan import Launch, request_id
 from policies.cost import CostModel
 from policies.offers import ANY, OfferBook, offer_book
-from policies.queue import ReservedQueue, queue_key
+from policies.queue import ReservedQueue
 
 
 @dataclass(frozen=True, slots=True)

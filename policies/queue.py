@@ -1,7 +1,7 @@
 """Projection of when pending jobs would start on reserved (on-prem) capacity.
 
 The pool serves its queue in submission order (FIFO), or, ranked (``pool.order = "start_by"``), by
-priority then start-by (``policies.rank``), with backfill (``queue_key``). We project with
+priority then start-by (``policies.rank``), with backfill (``burster.model.queue_key``). We project with
 aggregate GPU counts per GPU model: a job starts once the GPUs freed by running jobs (ordered by
 expected end) plus the free GPUs cover the demand queued ahead of it plus its own. This ignores
 fragmentation (optimistic) and backfill (pessimistic for small jobs); it is a forecast for the burst
@@ -15,9 +15,7 @@ import math
 from collections import defaultdict
 from datetime import datetime
 
-from burster.model import Demand, Placement, PoolNode, QueueKey, queue_key
-
-__all__ = ["QueueKey", "ReservedQueue", "queue_key"]
+from burster.model import Demand, Placement, PoolNode
 
 INF = math.inf
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, JobClass, Node, Placement, Requeue, Snapshot
+from burster.model import Demand, JobClass, Node, Placement, QueueKey, Requeue, Snapshot, queue_key
 from burster.plan import Action, Checkpoint, Terminate, request_id
 from policies.cost import BILLING, DEFAULT_BILLING, CostModel
 from policies.deadline import launched_for_running
-from policies.queue import QueueKey, ReservedQueue, queue_key
+from policies.queue import ReservedQueue
 
 
 @dataclass(frozen=True, slots=True)

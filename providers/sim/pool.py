@@ -128,7 +128,7 @@ class SimPool:
         self.metrics.advance(now)
         self._enqueue(self._ranked(job))
         self.metrics.submitted(job)
-        self._dirty("pending")  # only the queue changed: runs and nodes keep their cached views
+        self._changed = True  # schedule() must look at it; _enqueue already dropped the queue's view
 
     def expect(self, node_id: str, offering: Offering, for_job: str | None) -> None:
         self.burst[node_id] = _Burst(node_id, offering, for_job)
