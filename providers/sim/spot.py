@@ -166,11 +166,16 @@ def load_series_path(path: Path) -> list[SpotSeries]:
     """A user's spot trace: one JSON file, or every ``*.json`` under a folder (same format).
 
     The cloud and GPU model are read from the path when it names them (``aws``/``gcp``/``azure``,
-    ``v100``/``a100``/``h100``/...); otherwise the series serves any offering.
+    ``v100``/``a100``/``h100``/...); otherwise the series serves any offering. A folder laid out like
+    ../shared/data (``TRACE_GLOBS``) gives exactly the series the default gives: naming the default
+    folder must not change a run (its CPU-instance preemption traces are not GPU availability).
     """
     if path.is_file():
         files = [path]
     elif path.is_dir():
+        curated = load_series(path)
+        if curated:
+            return curated
         files = sorted(path.rglob("*.json"))
     else:
         raise InputError(f"spot trace {path} does not exist")

@@ -1,0 +1,50 @@
+"""Naming the default spot folder explicitly (``--spot ../shared/data``) gives the default's series."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from burster.app import spot_series
+from providers.sim.spot import load_series, load_series_path
+
+
+def _trace(path: Path, data: list[int], gap: int = 600) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"metadata": {"gap_seconds": gap}, "data": data}))
+
+
+@pytest.fixture()
+def shared(tmp_path: Path) -> Path:
+    root = tmp_path / "data"
+    sky = root / "skypilot_spot_traces"
+    _trace(sky / "availability/1-node/aws-02-15-2023/us-east-1a_v100_1.json", [1, 1, 0, 1], gap=195)
+    _trace(sky / "availability/1-node/aws-10-26-2022/us-west-2a_k80_1.json", [1, 0, 0, 1])
+    _trace(root / "spothedge_gcp_a100/GCP1/us-central1-a.json", [0, 1, 1, 1])
+    # a CPU instance's preemption trace: not GPU availability, and not in the default set
+    _trace(sky / "preemption/1-node/gcp-04-30-2023/us-central1-a_c3.json", [0, 0, 0, 0], gap=30)
+    return root
+
+
+def _described(series: list) -> list[tuple[str, str, str, float, tuple[int, ...]]]:
+    return [(s.name, s.provider, s.gpu_model, s.gap_s, s.data) for s in series]
+
+
+def test_the_shared_layout_named_explicitly_loads_the_default_series(shared: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BURSTER_SHARED_DATA", str(shared))
+    default, _ = spot_series(0)
+    named, source = spot_series(0, shared)
+    assert _described(named) == _described(default) == _described(load_series(shared))
+    assert {s.provider for s in named} == {"aws", "gcp"} and "K80" in {s.gpu_model for s in named}
+    assert not any("preemption" in s.name or s.name.endswith("_c3") for s in named)
+    assert source == f"traces in {shared}"
+
+
+def test_a_folder_of_the_users_own_traces_loads_every_file_with_names_read_from_paths(tmp_path: Path) -> None:
+    _trace(tmp_path / "mine/azure_h100_eastus.json", [1, 0, 1])
+    _trace(tmp_path / "mine/anything.json", [1, 1, 1])
+    got = {s.name: (s.provider, s.gpu_model) for s in load_series_path(tmp_path / "mine")}
+    assert got == {"mine/azure_h100_eastus": ("azure", "H100"), "mine/anything": ("", "")}
