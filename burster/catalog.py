@@ -2,22 +2,28 @@
 
 Format notes (see burster/data/prices/NOTICE.md): AWS and Azure rows price the whole instance;
 GCP GPU machine types are priced as the host-VM row plus the accelerator row of the same zone.
-An empty SpotPrice means no spot offer. Known catalog quirks are corrected here and listed in
-``QUIRKS``.
+An empty (or zero) price means no offer in that market; a row whose AcceleratorCount is not a
+whole number >= 1 (a partial-GPU VM) is skipped. A file may be gzip-compressed (``*.csv.gz``).
+Known catalog quirks are corrected here and listed in ``QUIRKS``.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
+import math
+import zlib
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from burster.errors import InputError
 from burster.model import Market, Offering
+from burster.shared_data import shared_data_dir
 
 BUNDLED_DIR = Path(__file__).parent / "data" / "prices"
-SHARED_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "cloud_gpu_prices_skypilot_catalog"
+SHARED_SUBDIR = "cloud_gpu_prices_skypilot_catalog"
 FILES = {"aws": "aws_v7_vms_gpu_subset.csv", "gcp": "gcp_v7_vms_gpu_subset.csv",
          "azure": "azure_v6_vms_gpu_subset.csv"}
 
@@ -52,22 +58,47 @@ class _Row:
             raise InputError(
                 f"{self.file}: row {self.line}, column {column!r}: {raw!r} is not a number"
             ) from None
+        if not math.isfinite(value):
+            raise InputError(f"{self.file}: row {self.line}, column {column!r}: {raw!r} is not a finite number")
         if value < 0:
             raise InputError(f"{self.file}: row {self.line}, column {column!r}: negative value {value}")
         return value
 
+    def gpus(self) -> int:
+        """AcceleratorCount as a whole number; 0 when it is not a whole number >= 1 (row skipped)."""
+        count = self.number("AcceleratorCount") or 0.0
+        return int(count) if count >= 1 and count.is_integer() else 0
+
 
 def _rows(path: Path, required: Iterable[str]) -> list[_Row]:
+    """The data rows of a catalog CSV (``.gz`` read through gzip); a clear InputError if unreadable."""
     try:
-        with path.open(newline="") as fh:
-            reader = csv.DictReader(fh)
-            header = reader.fieldnames or []
+        gz = path.suffix == ".gz"
+        with (gzip.open(path, "rt", encoding="utf-8-sig", newline="") if gz
+              else path.open(encoding="utf-8-sig", newline="")) as fh:
+            reader = csv.reader(fh)
+            header = next(reader, [])
             missing = [c for c in required if c not in header]
             if missing:
                 raise InputError(f"{path}: header lacks column(s) {', '.join(missing)}")
-            return [_Row(path, i + 2, row) for i, row in enumerate(reader)]
+            rows = []
+            for cells in reader:
+                if not cells:
+                    continue  # a blank line
+                if len(cells) != len(header):
+                    raise InputError(f"{path}: row {reader.line_num}: {len(cells)} cells for {len(header)} "
+                                     "header columns; give one cell per column")
+                rows.append(_Row(path, reader.line_num, dict(zip(header, cells, strict=True))))
     except FileNotFoundError:
         raise InputError(f"price catalog {path} does not exist") from None
+    except IsADirectoryError:
+        raise InputError(f"price catalog {path} is a folder, not a CSV file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text; save the catalog as a UTF-8 CSV file") from None
+    except (OSError, EOFError, zlib.error, csv.Error) as err:  # gzip.BadGzipFile is an OSError
+        raise InputError(f"{path}: cannot read the price catalog ({err}); replace the file with a good "
+                         "copy") from None
+    return rows
 
 
 def _pair(provider: str, region: str, zone: str, itype: str, gpu: str, gpus: int,
@@ -80,34 +111,58 @@ def _pair(provider: str, region: str, zone: str, itype: str, gpu: str, gpus: int
     return out
 
 
+NO_GPUS = "with AcceleratorCount not a whole number >= 1"
+NO_PRICE = "with neither Price nor SpotPrice above 0"
+
+
+def _usable(path: Path, offerings: list[Offering], skipped: Counter[str]) -> list[Offering]:
+    """``offerings``, or an InputError saying why none of ``path``'s rows gave one."""
+    if offerings:
+        return offerings
+    why = ", ".join(f"{n} row(s) {reason}" for reason, n in skipped.items()) or "it has no data rows"
+    raise InputError(f"{path}: no usable price rows ({why}); fix the rows or leave the file out")
+
+
 def load_aws(path: Path) -> list[Offering]:
     cols = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "SpotPrice", "Region",
             "AvailabilityZone")
     seen: dict[tuple[str, str, str], Offering] = {}
+    skipped: Counter[str] = Counter()
     for row in _rows(path, cols):
-        gpus = int(row.number("AcceleratorCount") or 0)
+        gpus = row.gpus()
         if gpus <= 0:
+            skipped[NO_GPUS] += 1
             continue
-        for o in _pair("aws", row.text("Region"), row.text("AvailabilityZone"), row.text("InstanceType"),
-                       row.text("AcceleratorName"), gpus, row.number("Price", optional=True),
-                       row.number("SpotPrice", optional=True)):
+        pair = _pair("aws", row.text("Region"), row.text("AvailabilityZone"), row.text("InstanceType"),
+                     row.text("AcceleratorName"), gpus, row.number("Price", optional=True),
+                     row.number("SpotPrice", optional=True))
+        if not pair:
+            skipped[NO_PRICE] += 1
+        for o in pair:
             seen.setdefault((o.zone, o.instance_type, o.market.value), o)  # first of duplicate rows
-    return list(seen.values())
+    return _usable(path, list(seen.values()), skipped)
 
 
 def load_azure(path: Path) -> list[Offering]:
     cols = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "SpotPrice", "Region")
     out: list[Offering] = []
+    skipped: Counter[str] = Counter()
     for row in _rows(path, cols):
         itype = row.text("InstanceType")
-        gpus = QUIRKS.get(("azure", itype)) or int(row.number("AcceleratorCount") or 0)
+        gpus = QUIRKS.get(("azure", itype)) or row.gpus()
+        if gpus <= 0:
+            skipped[NO_GPUS] += 1
+            continue
         price = row.number("Price", optional=True)
         spot = row.number("SpotPrice", optional=True)
         if spot is not None and price is not None and spot >= price:
             spot = None  # no spot discount recorded: treat as no spot offer
         region = row.text("Region")
-        out += _pair("azure", region, region, itype, row.text("AcceleratorName"), gpus, price, spot)
-    return out
+        pair = _pair("azure", region, region, itype, row.text("AcceleratorName"), gpus, price, spot)
+        if not pair:
+            skipped[NO_PRICE] += 1
+        out += pair
+    return _usable(path, out, skipped)
 
 
 def gcp_gpu_of(machine_type: str) -> tuple[str, int] | None:
@@ -123,18 +178,20 @@ def load_gcp(path: Path) -> list[Offering]:
             "Price", "SpotPrice")
     hosts: list[_Row] = []
     accel: dict[tuple[str, str, int], tuple[float | None, float | None]] = {}
+    skipped: Counter[str] = Counter()
     for row in _rows(path, cols):
         if row.text("InstanceType"):
             hosts.append(row)
         else:
-            key = (row.text("AvailabilityZone"), row.text("AcceleratorName"),
-                   int(row.number("AcceleratorCount") or 0))
+            key = (row.text("AvailabilityZone"), row.text("AcceleratorName"), row.gpus())
             accel[key] = (row.number("Price", optional=True), row.number("SpotPrice", optional=True))
     out: list[Offering] = []
     for row in hosts:
         itype, zone = row.text("InstanceType"), row.text("AvailabilityZone")
         gpu = gcp_gpu_of(itype)
         if gpu is None or (zone, gpu[0], gpu[1]) not in accel:
+            skipped["of host VMs that are not a2/a3 GPU machine types" if gpu is None
+                    else "of host VMs with no accelerator row for their zone"] += 1
             continue
         a_od, a_spot = accel[(zone, gpu[0], gpu[1])]
         h_od, h_spot = row.number("Price", optional=True), row.number("SpotPrice", optional=True)
@@ -142,21 +199,31 @@ def load_gcp(path: Path) -> list[Offering]:
         spot = h_spot + a_spot if h_spot is not None and a_spot is not None else None
         if spot is not None and od is not None and spot >= od:
             spot = None  # catalog quirk: spot above on-demand
-        out += _pair("gcp", row.text("Region"), zone, itype, gpu[0], gpu[1], od, spot)
-    return out
+        pair = _pair("gcp", row.text("Region"), zone, itype, gpu[0], gpu[1], od, spot)
+        if not pair:
+            skipped[NO_PRICE] += 1
+        out += pair
+    if not hosts:
+        skipped["of accelerators but no host-VM row to add them to"] += len(accel)
+    return _usable(path, out, skipped)
 
 
 LOADERS = {"aws": load_aws, "gcp": load_gcp, "azure": load_azure}
 
 
 def catalog_dir() -> Path:
-    """../shared/data's catalog when present (the full staged subset), else the bundled copy."""
-    return SHARED_DIR if (SHARED_DIR / FILES["aws"]).exists() else BUNDLED_DIR
+    """The staged catalog under the shared data folder when present, else the bundled copy."""
+    shared = shared_data_dir() / SHARED_SUBDIR
+    return shared if (shared / FILES["aws"]).exists() else BUNDLED_DIR
 
 
 def load_catalog(directory: Path | None = None, providers: Sequence[str] = ("aws", "gcp", "azure"),
                  ) -> list[Offering]:
-    """All offerings of ``providers`` from a folder holding the SkyPilot-format CSVs."""
+    """All offerings of ``providers`` from a folder holding the SkyPilot-format CSVs (or one such file).
+
+    A folder's file may be gzip-compressed (``aws_v7_vms_gpu_subset.csv.gz``); each file read must
+    yield at least one offering. One file of a cloud not in ``providers`` gives no offerings.
+    """
     directory = directory or catalog_dir()
     unknown = [p for p in providers if p not in LOADERS]
     if unknown:
@@ -170,11 +237,11 @@ def load_catalog(directory: Path | None = None, providers: Sequence[str] = ("aws
         if name is None:
             raise InputError(f"{directory}: cannot tell which cloud it prices; name it like "
                              f"{', '.join(FILES.values())}")
-        return LOADERS[name](directory)
+        return LOADERS[name](directory) if name in providers else []
     offerings: list[Offering] = []
     for name in providers:
-        path = directory / FILES[name]
-        if path.exists():
+        path = next((p for p in (directory / FILES[name], directory / f"{FILES[name]}.gz") if p.exists()), None)
+        if path is not None:
             offerings += LOADERS[name](path)
     if not offerings:
         raise InputError(f"no price catalog files in {directory}; expected {', '.join(FILES.values())}")

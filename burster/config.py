@@ -1,32 +1,38 @@
 """Configuration: one TOML file validated by pydantic. Unknown keys are errors (typos fail loudly).
 
-Every section has defaults, so an empty file is a valid simulation config. Cloud sections hold
-identifiers (launch templates, subnets, projects), never secrets: credentials come from each SDK's
-usual chain (environment, profile, managed identity).
+Every section has defaults, so an empty file is a valid simulation config. Values are strict: a
+number must be a number (``nodes = true`` or ``nodes = "4"`` is an error), a flag true or false.
+Cloud sections hold identifiers (launch templates, subnets, projects), never secrets: credentials
+come from each SDK's usual chain (environment, profile, managed identity). Error messages echo a bad
+value with any URL password and query string masked.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from burster.errors import ConfigError
 from burster.model import Requeue
 
+PROVIDERS = ("aws", "gcp", "azure")
+Names = Annotated[tuple[str, ...], Field(strict=False)]  # a TOML array (a list) of strings
+
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class PoolConfig(_Section):
-    kind: str = "sim"
+    kind: Literal["sim"] = "sim"
     nodes: int = Field(default=16, ge=0, le=100_000)
     gpus_per_node: int = Field(default=8, ge=1, le=64)
     gpu_model: str = "V100"
-    requeue: Requeue = Requeue.SUBMISSION
+    requeue: Requeue = Field(default=Requeue.SUBMISSION, strict=False)  # given as its string value
     order: Literal["start_by", "submission"] = "start_by"
 
 
@@ -41,6 +47,14 @@ class CostConfig(_Section):
     interruption_notice_s: dict[str, Annotated[float, Field(ge=0, le=3600)]] = Field(
         default_factory=lambda: {"aws": 120.0, "gcp": 30.0, "azure": 30.0})
 
+    @field_validator("interruption_notice_s")
+    @classmethod
+    def _known_providers(cls, notice: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(notice) - set(PROVIDERS))
+        if unknown:
+            raise ValueError(f"unknown provider(s) {', '.join(unknown)}; valid: {', '.join(PROVIDERS)}")
+        return notice
+
 
 class PolicyConfig(_Section):
     name: str = "burster"
@@ -54,22 +68,22 @@ class PolicyConfig(_Section):
 
 class BudgetConfig(_Section):
     total_usd: float | None = Field(default=None, ge=0)
-    team_usd: dict[str, float] = Field(default_factory=dict)
+    team_usd: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
     soft_fraction: float = Field(default=0.8, gt=0, le=1)
 
 
 class GuardConfig(_Section):
     max_nodes: int = Field(default=256, ge=0, le=100_000)
     max_launches_per_minute: int = Field(default=60, ge=0, le=10_000)
-    protected_node_ids: tuple[str, ...] = ()
+    protected_node_ids: Names = ()
 
 
 class AwsConfig(_Section):
     enabled: bool = False
-    regions: tuple[str, ...] = ("us-east-1",)
+    regions: Names = ("us-east-1",)
     launch_template_ids: dict[str, str] = Field(default_factory=dict)  # gpu class -> lt id
-    subnet_ids: tuple[str, ...] = ()
-    security_group_ids: tuple[str, ...] = ()
+    subnet_ids: Names = ()
+    security_group_ids: Names = ()
     instance_profile_arn: str = ""
     interruption_queue_url: str = ""
     endpoint_url: str = ""  # for moto or a VPC endpoint
@@ -78,7 +92,7 @@ class AwsConfig(_Section):
 class GcpConfig(_Section):
     enabled: bool = False
     project: str = ""
-    zones: tuple[str, ...] = ()
+    zones: Names = ()
     instance_templates: dict[str, str] = Field(default_factory=dict)  # gpu class -> template URL
     node_service_account: str = ""
     network: str = ""
@@ -123,16 +137,31 @@ class BursterConfig(_Section):
     controller: ControllerConfig = ControllerConfig()
 
 
+_URL_USER = re.compile(r"(?<=://)\S*@")  # user:password@ of a URL
+_URL_QUERY = re.compile(r"(://[^?\s]*)\?\S*")  # a URL's query string may carry a token
+_SECRET_KEY = re.compile(r"secret|passw|token|credential|private_key|access_key|api_key", re.IGNORECASE)
+
+
+def _redact(value: object) -> object:
+    """``value`` (a string or a list of them) with URL passwords and query strings masked."""
+    if isinstance(value, str):
+        return _URL_QUERY.sub(r"\1?***", _URL_USER.sub("***@", value))
+    if isinstance(value, list | tuple):
+        return [_redact(v) for v in value]
+    return value
+
+
 def _describe(err: ValidationError, source: str) -> str:
     lines = [f"invalid configuration in {source}:"]
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"])
         got = e.get("input")
-        shown = "" if isinstance(got, dict) else f" (got {got!r})"
+        hidden = isinstance(got, dict) or _SECRET_KEY.search(key)
+        shown = "" if hidden else f" (got {_redact(got)!r})"
         if e["type"] == "extra_forbidden":
             lines.append(f"  {key}: unknown key; check its spelling against docs/config.md")
         else:
-            lines.append(f"  {key}: {e['msg']}{shown}")
+            lines.append(f"  {key}: {e['msg'].removeprefix('Value error, ')}{shown}")
     return "\n".join(lines)
 
 
@@ -149,9 +178,16 @@ def load_config(path: Path | None) -> BursterConfig:
     if path is None:
         return BursterConfig()
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {path} is a folder; give the path of a TOML file") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"config file {path} is not UTF-8 text (bad byte at offset {err.start}); "
+                          "save it as UTF-8") from None
+    except OSError as err:
+        raise ConfigError(f"cannot read config file {path}: {err.strerror or err}") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"config file {path} is not valid TOML: {err}") from None
     return parse_config(data, str(path))

@@ -8,6 +8,7 @@ values present in the catalog; an unknown one is an ``InputError`` naming close 
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,8 +66,9 @@ def _market(given: str) -> str:
 
 def resolve_filter(offerings: Sequence[Offering], flt: OfferFilter) -> OfferFilter:
     """``flt`` with each value spelled as in the catalog; raises InputError for unknown values."""
-    if flt.max_price is not None and flt.max_price < 0:
-        raise InputError(f"--max-price: must be 0 or more $/GPU-hour, got {flt.max_price}")
+    if flt.max_price is not None and not (flt.max_price >= 0 and math.isfinite(flt.max_price)):
+        raise InputError(f"--max-price: must be 0 or more $/GPU-hour, got {flt.max_price}; give a finite "
+                         "number, or leave the flag out for no limit")
     return OfferFilter(
         gpu=None if flt.gpu is None else _resolve("GPU model", "--gpu", flt.gpu, (o.gpu_model for o in offerings)),
         market=None if flt.market is None else _market(flt.market),

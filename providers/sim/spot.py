@@ -15,6 +15,7 @@ import bisect
 import functools
 import json
 import random
+import sys
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -96,17 +97,33 @@ def load_series(shared_data: Path) -> list[SpotSeries]:
     return out
 
 
+def _count(v: object) -> bool:
+    """True for a whole number >= 0 (``1`` or ``1.0``; not ``true``, ``0.5`` or ``"1"``)."""
+    return (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or (
+        isinstance(v, float) and v.is_integer() and v >= 0)
+
+
 def read_series(path: Path, provider: str, gpu_model: str) -> SpotSeries:
+    """One trace file; an InputError naming the file and the fix when it is not a valid trace."""
+    shape = "{metadata: {gap_seconds: G}, data: [n0, n1, ...]}"
     try:
-        doc = json.loads(path.read_text())
-        gap = float(doc["metadata"]["gap_seconds"])
-        data = tuple(int(v) for v in doc["data"])
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        gap, data = doc["metadata"]["gap_seconds"], doc["data"]
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise InputError(f"{path}: not a spot trace ({{metadata: {{gap_seconds}}, data: [...]}}): {err}") \
-            from None
-    if gap <= 0 or not data or min(data) < 0:
-        raise InputError(f"{path}: gap_seconds must be > 0 and data non-empty counts >= 0")
-    return SpotSeries(f"{path.parent.name}/{path.stem}", provider, gpu_model, gap, data)
+        detail = f"no key {err}" if isinstance(err, KeyError) else str(err)
+        raise InputError(f"{path}: not a spot trace ({shape}): {detail}") from None
+    if isinstance(gap, bool) or not isinstance(gap, int | float) or not 0 < gap <= sys.float_info.max:
+        raise InputError(f"{path}: metadata.gap_seconds is {json.dumps(gap)}; it must be a finite number of "
+                         "seconds > 0")
+    if not isinstance(data, list) or not data:
+        raise InputError(f"{path}: data must be a non-empty list of instance counts (integers >= 0), "
+                         f"not {json.dumps(data)[:40]}")
+    bad = next((i for i, v in enumerate(data) if not _count(v)), None)
+    if bad is not None:
+        raise InputError(f"{path}: data[{bad}] is {json.dumps(data[bad])}; every value must be an instance count "
+                         "(an integer >= 0)")
+    return SpotSeries(f"{path.parent.name}/{path.stem}", provider, gpu_model, float(gap),
+                      tuple(int(v) for v in data))
 
 
 def calibrate(series: Sequence[SpotSeries]) -> list[dict[str, object]]:
