@@ -24,6 +24,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.plan --quick --json
 	$(BIN)/python -m bench.sim --quick --json
+	$(BIN)/python -m bench.bound --quick --json
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -19,11 +19,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from burster.app import DEMO_TRACE, shared_data_dir, spot_series
+from burster.app import DEMO_TRACE, spot_series
 from burster.catalog import load_catalog
 from burster.eval.bound import bracket
 from burster.eval.instance import build_instance
 from burster.model import Demand
+from burster.shared_data import shared_data_dir
 from burster.traces import load_trace
 
 SIZES_QUICK = [10_000]

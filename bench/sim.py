@@ -14,8 +14,9 @@ import json
 import time
 from typing import Any
 
-from burster.app import DEMO_TRACE, build_simulation, shared_data_dir
+from burster.app import DEMO_TRACE, build_simulation
 from burster.config import parse_config
+from burster.shared_data import shared_data_dir
 from burster.sim.engine import run
 from burster.traces import load_trace
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -16,6 +15,7 @@ from burster.errors import ConfigError
 from burster.interfaces import Policy
 from burster.model import Demand, Market, Offering
 from burster.reconciler import Reconciler
+from burster.shared_data import shared_data_dir as shared_data_dir  # re-exported for callers of app
 from burster.traces import Trace
 from policies.baselines import (
     ComputeWaitPolicy,
@@ -35,12 +35,6 @@ from providers.sim.spot import SpotSeries, load_series, load_series_path, series
 PROVIDERS = ("aws", "gcp", "azure")
 BUNDLED = Path(__file__).parent / "data"
 DEMO_TRACE = BUNDLED / "traces" / "philly_mix1_week_sample.csv.gz"
-
-
-def shared_data_dir() -> Path:
-    """../shared/data beside the checkout, or $BURSTER_SHARED_DATA."""
-    env = os.environ.get("BURSTER_SHARED_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def cost_model(config: BursterConfig, rates: dict[str, float] | None = None) -> CostModel:
@@ -127,6 +121,33 @@ def interruption_rates(offerings: Sequence[Offering], series: Sequence[SpotSerie
     return rates
 
 
+MAX_WINDOW_DAYS = 365.0
+
+
+def _check_window(days: float | None, start_day: float) -> None:
+    if days is not None and not (0 < days <= MAX_WINDOW_DAYS):
+        raise ConfigError(f"--days must be in (0, {MAX_WINDOW_DAYS:g}]; got {days:g}")
+    if not (0 <= start_day <= 10 * MAX_WINDOW_DAYS):
+        raise ConfigError(f"--start-day must be in [0, {10 * MAX_WINDOW_DAYS:g}] days from the trace start; "
+                          f"got {start_day:g}")
+
+
+def _check_models(jobs: Sequence[Demand], offerings: Sequence[Offering], pool_model: str | None,
+                  providers: Sequence[str]) -> None:
+    """Every job can run somewhere: on the pool (its GPU model) or on an offering of its model."""
+    if not offerings:
+        raise ConfigError(f"the price catalog has no offerings on {', '.join(providers)}; check --prices "
+                          "and --providers")
+    known = {o.gpu_model for o in offerings} | ({pool_model} if pool_model else set())
+    stranded = sorted({j.gpu_model for j in jobs if j.gpu_model not in known})
+    if stranded:
+        count = sum(j.gpu_model in stranded for j in jobs)
+        raise ConfigError(f"{count} job(s) need GPU model(s) {', '.join(stranded)} that neither the pool "
+                          f"({pool_model or 'no nodes'}) nor the catalog offers; catalog models: "
+                          f"{', '.join(sorted({o.gpu_model for o in offerings}))} (names are case-sensitive: fix "
+                          "the trace's gpu_model or pool.gpu_model)")
+
+
 @dataclass
 class Simulation:
     world: object
@@ -157,13 +178,20 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
     unknown = [p for p in providers if p not in PROVIDERS]
     if unknown:
         raise ConfigError(f"unknown provider(s) {', '.join(unknown)}; valid: {', '.join(PROVIDERS)}")
+    _check_window(days, start_day)
     start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
     # the whole trace includes its last arrival; a window [start, start + days) does not
     end = trace.end + timedelta(microseconds=1) if days is None else start + timedelta(days=days)
     model = config.pool.gpu_model
     jobs = [j if j.gpu_model else replace(j, gpu_model=model) for j in trace.jobs if start <= j.submitted_at < end]
+    if not jobs:
+        span = (trace.end - trace.start.replace(hour=0, minute=0, second=0, microsecond=0)).total_seconds() / 86400
+        length = "to the end" if days is None else f"+ {days:g} d"
+        raise ConfigError(f"no jobs submitted in day {start_day:g} {length} of {trace.name}; its arrivals span "
+                          f"days 0 to {span:.1f} (check --start-day and --days)")
     jobs, runtimes = with_estimate_error(jobs, estimate_error, seed)
     offerings = load_catalog(prices, providers) if prices else load_catalog(providers=providers)
+    _check_models(jobs, offerings, model if config.pool.nodes > 0 else None, providers)
     series, source = spot_series(seed, spot_dir)
     cost = cost_model(config, interruption_rates(offerings, series))
     clock = FakeClock(start)

@@ -80,3 +80,80 @@ def test_a_whole_trace_replay_includes_its_last_arrival(tmp_path: Path,
     assert main(["simulate", "--trace", str(trace), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["jobs"] == out["jobs_finished"] == 2
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--days", "0"], "--days must be in (0, 365]; got 0"),
+    (["--days", "400"], "--days must be in (0, 365]; got 400"),
+    (["--start-day", "100"], "no jobs submitted in day 100 + 7 d of philly_mix1_week_sample.csv.gz; its arrivals "
+                             "span days 0 to 7.0"),
+    (["--start-day", "5000"], "--start-day must be in [0, 3650]"),
+    (["--providers", ","], "--providers needs at least one of aws, gcp, azure"),
+])
+def test_a_window_or_cloud_list_that_cannot_run_fails_before_simulating(
+        argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--demo", "--json", *argv]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and f"burster: error: {message}" in cap.err
+
+
+@pytest.mark.parametrize("argv", [["simulate", "--demo", "--days", "nan"], ["simulate", "--demo", "--start-day", "inf"],
+                                  ["bench", "--quick", "--start-day", "nan"], ["offerings", "--max-price", "inf"],
+                                  ["agent", "--once", "--interval", "nan"]])
+def test_non_finite_numbers_are_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and "must be a finite number" in capsys.readouterr().err
+
+
+def _trace_with_model(tmp_path: Path, model: str) -> Path:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,submit_time,gpus,runtime_s,gpu_model\n"
+                     f"a,2026-01-05T00:00:00Z,1,600,{model}\nb,2026-01-05T00:01:00Z,1,600,V100\n")
+    return trace
+
+
+def test_jobs_no_pool_or_offering_can_run_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = _trace_with_model(tmp_path, "h100")  # the catalog's name is H100
+    assert main(["simulate", "--trace", str(trace), "--pool-nodes", "1", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "1 job(s) need GPU model(s) h100 that neither the pool (V100) nor the catalog offers" in err
+    assert "H100" in err and "case-sensitive" in err
+    assert main(["simulate", "--trace", str(_trace_with_model(tmp_path, "H100")), "--pool-nodes", "1",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs_finished"] == 2
+
+
+def test_a_catalog_without_the_chosen_clouds_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from burster.catalog import BUNDLED_DIR
+
+    aws_only = next(BUNDLED_DIR.glob("aws_*.csv"))
+    argv = ["simulate", "--demo", "--days", "0.2", "--providers", "gcp", "--prices", str(aws_only)]
+    assert main(argv) == 2
+    assert "the price catalog has no offerings on gcp; check --prices and --providers" in capsys.readouterr().err
+
+
+def test_the_configured_tick_sets_the_pass_interval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "burster.toml"
+    config.write_text("[controller]\ntick_s = 120\n")
+
+    def decision_seconds(*extra: str) -> set[int]:
+        assert main(["simulate", "--demo", "--days", "1", "--pool-nodes", "6", "--explain", *extra]) == 0
+        stamps = [line[11:19] for line in capsys.readouterr().out.splitlines() if line[:2] == "20"]
+        return {int(t[:2]) * 3600 + int(t[3:5]) * 60 + int(t[6:8]) for t in stamps}
+
+    every_10 = decision_seconds()
+    every_120 = decision_seconds("--config", str(config))
+    assert every_120 and all(t % 120 == 0 for t in every_120)  # passes land on the 2-minute ticks only
+    assert any(t % 120 for t in every_10)
+
+
+def test_a_reader_that_goes_away_gets_no_traceback() -> None:
+    # --explain prints far more than a pipe buffer holds, so writes fail once the reader is gone
+    proc = subprocess.Popen([sys.executable, "-m", "burster", "simulate", "--demo", "--days", "2", "--explain"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(10)
+    proc.stdout.close()  # like `| head -c 10`
+    err = proc.stderr.read().decode()
+    assert proc.wait() in (0, 141) and "Traceback" not in err and "BrokenPipeError" not in err

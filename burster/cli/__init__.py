@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import os
 import sys
 from collections.abc import Sequence
 
@@ -18,6 +20,17 @@ COMMANDS = (
     "burster.cli.agent",
     "burster.cli.offerings",
 )
+
+
+def finite_float(text: str) -> float:
+    """An argparse type: a finite number (``nan`` and ``inf`` are refused with a usage error)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,6 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("burster: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (``burster ... | head``): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return code
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import re
 import socket
 import sys
 import time
@@ -16,9 +17,11 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
+from burster.cli import finite_float
 from burster.errors import ConfigError, ProviderError, TransientError
 
 EXIT_NO_GPU = 3
+MAX_SECONDS = 86_400.0  # --interval and --timeout: at most a day
 INVENTORY_PATH = "/v1/inventory"
 EPILOG = """\
 exit codes:
@@ -40,10 +43,10 @@ def register(sub: Any) -> None:
     p.add_argument("--controller", metavar="URL",
                    help="controller base URL; reports are POSTed as JSON to URL/v1/inventory "
                         "(user:password@ in the URL is sent as HTTP basic auth); default: print to stdout")
-    p.add_argument("--interval", type=float, default=30.0, metavar="SECONDS",
+    p.add_argument("--interval", type=finite_float, default=30.0, metavar="SECONDS",
                    help="seconds between reports when not --once (default: 30)")
     p.add_argument("--count", type=int, metavar="N", help="stop after N reports (default: until interrupted)")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=finite_float, default=10.0, metavar="SECONDS",
                    help="HTTP timeout for each POST (default: 10)")
     p.set_defaults(func=main)
 
@@ -59,10 +62,14 @@ class Controller:
     appear in messages; neither does the query string."""
 
     def __init__(self, url: str, timeout_s: float) -> None:
-        parts = urllib.parse.urlsplit(url)
+        try:
+            parts = urllib.parse.urlsplit(url)
+            port = parts.port
+        except ValueError as err:  # a bad port or IPv6 address
+            raise ConfigError(f"--controller {_safe(url)!r} is not a valid URL: {err}") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"--controller must be an http:// or https:// URL with a host, got {_safe(url)!r}")
-        host = parts.hostname + (f":{parts.port}" if parts.port else "")
+        host = parts.hostname + (f":{port}" if port else "")
         path = parts.path.rstrip("/") + INVENTORY_PATH
         self.url = urllib.parse.urlunsplit((parts.scheme, host, path, parts.query, ""))
         self.shown = urllib.parse.urlunsplit((parts.scheme, host, path, "", ""))
@@ -88,9 +95,10 @@ class Controller:
 
 
 def _safe(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+    """``url`` fit for a message: no query string or fragment, and no ``user:password@`` wherever it
+    sits (a URL without a scheme puts the credentials where a parser sees a scheme and a path)."""
+    shown = url.split("?", 1)[0].split("#", 1)[0]
+    return re.sub(r"[^/@]*@", "", shown)
 
 
 def _emit(controller: Controller | None) -> Callable[[dict[str, Any]], None]:
@@ -123,8 +131,8 @@ def run_agent(read: Callable[[], tuple[Any, ...]], emit: Callable[[dict[str, Any
 def main(args: argparse.Namespace) -> int:
     from providers.nvml import GpuUnavailableError, read_inventory
 
-    if args.interval <= 0 or args.timeout <= 0:
-        raise ConfigError("--interval and --timeout must be positive numbers of seconds")
+    if not (0 < args.interval <= MAX_SECONDS and 0 < args.timeout <= MAX_SECONDS):
+        raise ConfigError(f"--interval and --timeout must be seconds in (0, {MAX_SECONDS:g}]")
     if args.count is not None and args.count < 1:
         raise ConfigError(f"--count must be at least 1, got {args.count}")
     count = 1 if args.once else args.count

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from burster.cli import finite_float
 from burster.errors import ConfigError
 
 
@@ -32,8 +34,8 @@ def register(sub: Any) -> None:
     p.add_argument("--pool-nodes", type=int, action="append", metavar="N",
                    help="on-prem 8-GPU nodes (repeatable; overrides the utilization sweep)")
     p.add_argument("--seeds", help="comma-separated seeds (default: 0 quick, 0,1,2 full)")
-    p.add_argument("--days", type=float, help="window length in days (default: the suite's; whole --trace)")
-    p.add_argument("--start-day", type=float, help="window start in days from the trace start")
+    p.add_argument("--days", type=finite_float, help="window length in days (default: the suite's; whole --trace)")
+    p.add_argument("--start-day", type=finite_float, help="window start in days from the trace start")
     p.add_argument("--policies", help="comma-separated policy names (default: all six)")
     p.add_argument("--requeue", choices=("submission", "back"), default="submission",
                    help="where the simulated pool puts a stopped job back in its queue (pool.requeue; "
@@ -41,7 +43,7 @@ def register(sub: Any) -> None:
     p.add_argument("--pool-order", choices=("start_by", "submission"), default="start_by",
                    help="how the simulated pool serves its queue (pool.order; default start_by: by priority, "
                         "then each job's start-by time; submission: FIFO)")
-    p.add_argument("--estimate-error", type=float, default=0.0, metavar="SIGMA",
+    p.add_argument("--estimate-error", type=finite_float, default=0.0, metavar="SIGMA",
                    help="runtime estimates the arms see are off by exp(N(0, SIGMA)) (default 0: exact); "
                         "jobs run their true runtimes and the bounds use those")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
@@ -51,7 +53,7 @@ def register(sub: Any) -> None:
 def parse_policies(text: str | None) -> list[str]:
     from burster.eval.compare import POLICY_NAMES
 
-    names = [n.strip() for n in (text or ",".join(POLICY_NAMES)).split(",") if n.strip()]
+    names = [n.strip() for n in (",".join(POLICY_NAMES) if text is None else text).split(",") if n.strip()]
     bad = [n for n in names if n not in POLICY_NAMES]
     if bad or not names:
         raise ConfigError(f"unknown policy {', '.join(map(repr, bad)) or '(none given)'} in --policies; "
@@ -79,8 +81,8 @@ def _check_numbers(args: argparse.Namespace) -> None:
         raise ConfigError(f"--workers must be at least 1; got {args.workers}")
     if args.days is not None and not 0 < args.days <= 365:
         raise ConfigError(f"--days must be in (0, 365]; got {args.days:g}")
-    if args.start_day is not None and args.start_day < 0:
-        raise ConfigError(f"--start-day must be >= 0; got {args.start_day:g}")
+    if args.start_day is not None and not 0 <= args.start_day <= 3650:
+        raise ConfigError(f"--start-day must be in [0, 3650] days from the trace start; got {args.start_day:g}")
     from burster.sim.estimates import check_sigma
 
     check_sigma(args.estimate_error)
@@ -109,6 +111,19 @@ def windows(args: argparse.Namespace) -> list[Any]:
     return result
 
 
+def check_html_path(path: Path | None) -> None:
+    """Fail before the suite runs on an --html path the report could not be written to."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise ConfigError(f"--html {path} is a directory; give a file name such as {path / 'report.html'}")
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent  # the report creates missing folders
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise ConfigError(f"--html {path}: cannot write there ({parent} is not a writable folder)")
+
+
 def _check_sources(args: argparse.Namespace) -> None:
     """Fail here, before any worker starts, on a --spot or --prices the loaders reject."""
     from burster.app import spot_series
@@ -132,6 +147,7 @@ def main(args: argparse.Namespace) -> int:
     policies = parse_policies(args.policies)
     seeds = parse_seeds(args.seeds, args.quick)
     _check_numbers(args)
+    check_html_path(args.html)
     _check_sources(args)
     plan = plan_settings(windows(args), seeds=seeds, nodes=args.pool_nodes,
                          utilizations=(0.9,) if args.quick else (0.9, 0.75), strict=bool(args.trace))

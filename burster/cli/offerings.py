@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from burster.cli import finite_float
 from burster.errors import ConfigError
 from burster.offer_query import MARKETS, OfferFilter, RankedOffer, query_offers
 
@@ -28,7 +29,8 @@ def register(sub: Any) -> None:
     p.add_argument("--market", help=f"market: {' or '.join(MARKETS)}")
     p.add_argument("--region", help="cloud region (e.g. us-east-1, us-central1, eastus)")
     p.add_argument("--provider", help="cloud: aws, gcp or azure")
-    p.add_argument("--max-price", type=float, metavar="USD", help="keep offerings at most this effective $/GPU-hour")
+    p.add_argument("--max-price", type=finite_float, metavar="USD",
+                   help="keep offerings at most this effective $/GPU-hour")
     p.add_argument("--prices", type=Path, metavar="PATH", help="price catalog folder or file (default: as above)")
     p.add_argument("--config", type=Path, help="burster TOML config whose [cost] section prices spot rework")
     p.add_argument("--limit", type=int, default=50, metavar="N", help="show at most N rows; 0 for all (default: 50)")

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from burster.cli import finite_float
 from burster.config import load_config, parse_config
 from burster.errors import ConfigError
 from burster.reconciler import PassReport
@@ -29,13 +30,17 @@ def register(sub: Any) -> None:
     p.add_argument("--policy", help="policy name (default: the config's, 'burster')")
     p.add_argument("--pool-nodes", type=int, help="on-prem nodes (overrides pool.nodes)")
     p.add_argument("--gpus-per-node", type=int, help="GPUs per on-prem node (overrides pool.gpus_per_node)")
-    p.add_argument("--prices", type=Path, help="price catalog folder or file (default: bundled catalog)")
-    p.add_argument("--spot", type=Path, help="folder holding spot traces (default: ../shared/data)")
+    p.add_argument("--prices", type=Path, help="price catalog folder or file (default: ../shared/data's "
+                                               "catalog when present, else the bundled sample)")
+    p.add_argument("--spot", type=Path, help="spot availability trace file or folder (default: ../shared/data's "
+                                             "traces when present, else the bundled model)")
     p.add_argument("--providers", default="aws,gcp,azure", help="clouds to burst to (comma-separated)")
-    p.add_argument("--days", type=float, help="length of the window to replay (default: whole trace)")
-    p.add_argument("--start-day", type=float, default=0.0, help="window start, in days from trace start")
+    p.add_argument("--days", type=finite_float, help="length of the window to replay, in (0, 365] days "
+                                                    "(default: whole trace)")
+    p.add_argument("--start-day", type=finite_float, default=0.0,
+                   help="window start, in days from trace start (default 0)")
     p.add_argument("--seed", type=int, default=0, help="seed for launch latency and the spot model")
-    p.add_argument("--estimate-error", type=float, default=0.0, metavar="SIGMA",
+    p.add_argument("--estimate-error", type=finite_float, default=0.0, metavar="SIGMA",
                    help="runtime estimates the controller sees are off by exp(N(0, SIGMA)) (default 0: exact; "
                         "0.5 is typical of user time limits); jobs run their true runtimes")
     p.add_argument("--explain", action="store_true", help="print every decision with its reason")
@@ -67,14 +72,18 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("give a trace with --trace PATH, or use --demo for the bundled sample")
     config = _config(args)
     trace_path = DEMO_TRACE if args.demo and args.trace is None else args.trace
-    trace = load_trace(trace_path, args.trace_format or ("philly" if args.demo else None))
+    trace = load_trace(trace_path, args.trace_format or ("philly" if trace_path == DEMO_TRACE else None))
     days = args.days if args.days is not None else (7.0 if args.demo else None)
+    providers = [p.strip() for p in args.providers.split(",") if p.strip()]
+    if not providers:
+        raise ConfigError("--providers needs at least one of aws, gcp, azure (comma-separated)")
     sim = build_simulation(config, trace, policy=config.policy.name, seed=args.seed, prices=args.prices,
-                           spot_dir=args.spot, providers=[p.strip() for p in args.providers.split(",")],
+                           spot_dir=args.spot, providers=providers,
                            days=days, start_day=args.start_day, estimate_error=args.estimate_error)
     on_pass = _explainer() if args.explain else None
     started = time.perf_counter()
-    passes = _run_with_progress(sim, run, on_pass, quiet=args.json or args.explain)
+    passes = _run_with_progress(sim, run, on_pass, quiet=args.json or args.explain,
+                                tick_s=config.controller.tick_s)
     wall = time.perf_counter() - started
     world: Any = sim.world
     result = summarize(metrics=world.pool.metrics, ledger=sim.reconciler.state.ledger,
@@ -99,9 +108,9 @@ def _explainer() -> Any:
     return on_pass
 
 
-def _run_with_progress(sim: Any, run: Any, on_pass: Any, *, quiet: bool) -> int:
+def _run_with_progress(sim: Any, run: Any, on_pass: Any, *, quiet: bool, tick_s: float) -> int:
     if quiet or not sys.stderr.isatty():
-        return int(run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end, on_pass=on_pass))
+        return int(run(sim.world, sim.reconciler, sim.clock, tick_s=tick_s, end=sim.end, on_pass=on_pass))
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     start = sim.clock.now()
@@ -114,7 +123,7 @@ def _run_with_progress(sim: Any, run: Any, on_pass: Any, *, quiet: bool) -> int:
             done = (t - start).total_seconds()
             bar.update(task, completed=done, day=f"{t:%Y-%m-%d %H:%M}")
 
-        return int(run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end, on_pass=on_pass,
+        return int(run(sim.world, sim.reconciler, sim.clock, tick_s=tick_s, end=sim.end, on_pass=on_pass,
                        on_progress=on_progress))
 
 

@@ -38,7 +38,8 @@ class Plan:
 
 def default_windows(quick: bool) -> list[Window]:
     """The fixed default suite; traces under ../shared/data are used when that folder is there."""
-    from burster.app import DEMO_TRACE, shared_data_dir
+    from burster.app import DEMO_TRACE
+    from burster.shared_data import shared_data_dir
 
     data = shared_data_dir()
     philly = data / "chronus_philly_deadline"
