@@ -133,6 +133,20 @@ def _value(value: Any) -> str:
     raise ConfigError(f"cannot write {type(value).__name__} value {value!r} as TOML")
 
 
+def _entry(cloud: str, key: str, value: Any) -> str:
+    """``value`` as TOML, or an error naming the config key it was for."""
+    try:
+        text = _value(value)
+        text.encode("utf-8")
+    except ConfigError as err:
+        raise ConfigError(f"clouds.{cloud}.{key}: {err} (TOML has no null: give it a value in terraform or "
+                          "drop it)") from None
+    except UnicodeEncodeError:
+        raise ConfigError(f"clouds.{cloud}.{key}: the output holds text that is not valid Unicode (an unpaired "
+                          "surrogate such as \\ud800)") from None
+    return text
+
+
 def render_toml(sections: Mapping[str, Mapping[str, Any]]) -> str:
     """Write ``[clouds.<cloud>]`` tables, maps as sub-tables, keys in the config's field order."""
     blocks = []
@@ -143,11 +157,11 @@ def render_toml(sections: Mapping[str, Mapping[str, Any]]) -> str:
         order = ("enabled", *OUTPUT_KEYS[cloud])
         keys = [k for k in order if k in section] + [k for k in section if k not in order]
         lines = [f"[clouds.{cloud}]"]
-        lines += [f"{k} = {_value(section[k])}" for k in keys if not isinstance(section[k], dict)]
+        lines += [f"{k} = {_entry(cloud, k, section[k])}" for k in keys if not isinstance(section[k], dict)]
         for k in keys:
             if isinstance(section[k], dict):
                 lines += ["", f"[clouds.{cloud}.{k}]"]
-                lines += [f"{_key(str(n))} = {_value(v)}" for n, v in section[k].items()]
+                lines += [f"{_key(str(n))} = {_entry(cloud, f'{k}.{n}', v)}" for n, v in section[k].items()]
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)
 

@@ -39,7 +39,10 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 def _read(name: str) -> tuple[str, str]:
     if name == "-":
-        return "<stdin>", sys.stdin.read()
+        try:
+            return "<stdin>", sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("<stdin> is not UTF-8 text; expected `terraform output -json`") from None
     try:
         return name, Path(name).read_text(encoding="utf-8")
     except OSError as err:

@@ -128,10 +128,24 @@ def test_cli_files_and_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: py
     assert args.func(args) == 0
     assert capsys.readouterr().out == config_from_terraform([_src("aws")], cloud="aws")
 
-    monkeypatch.setattr("sys.stdin", io.StringIO(SAMPLES["gcp"].read_text()))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(SAMPLES["gcp"].read_bytes())))
     args = _parser().parse_args(["config", "from-terraform"])
     assert args.func(args) == 0
     assert capsys.readouterr().out.startswith("[clouds.gcp]\n")
+
+
+@pytest.mark.parametrize(("stdin", "message"), [
+    (b'{"regions": {"value": ["\xff"]}}', "<stdin> is not UTF-8 text"),
+    (b'{"regions": {"value": ["\\ud800"]}}', "clouds.aws.regions: the output holds text that is not valid Unicode"),
+    (b'{"launch_template_ids": {"value": {"V100": null}}}',
+     "clouds.aws.launch_template_ids.V100: cannot write NoneType value None as TOML (TOML has no null"),
+])
+def test_cli_text_toml_cannot_hold_names_the_key(stdin: bytes, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    args = _parser().parse_args(["config", "from-terraform", "--cloud", "aws"])
+    with pytest.raises((InputError, ConfigError)) as err:
+        args.func(args)
+    assert message in str(err.value)
 
 
 def test_cli_missing_file() -> None:
