@@ -79,10 +79,9 @@ def _pod(row: Row, name: str, shared: str, checkpoint_interval_s: float,
     milli = row.number("gpu_milli")
     if milli > 1000:
         raise row.fail("gpu_milli", f"{milli:g} is above 1000 (one whole GPU)")
-    created = row.number("creation_time")
-    deleted_raw = row.text("deletion_time")
-    deleted = row.number("deletion_time") if deleted_raw else None
-    scheduled = row.number("scheduled_time") if row.text("scheduled_time") else None
+    created = row.seconds("creation_time")
+    deleted = row.seconds("deletion_time") if row.text("deletion_time") else None
+    scheduled = row.seconds("scheduled_time") if row.text("scheduled_time") else None
     if deleted is not None and deleted < created:
         raise row.fail("deletion_time", f"{deleted:g} is before creation_time {created:g}")
     if scheduled is not None and scheduled < created:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-from collections.abc import Iterator, Sequence
+import zlib
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +18,17 @@ from burster.model import Demand
 # Traces with relative times (Philly-derived, Alibaba) start at this instant.
 TRACE_EPOCH = datetime(2026, 1, 5, tzinfo=UTC)  # a Monday
 GPUS_PER_NODE = 8  # a job above this many GPUs is a gang of ceil(gpus / 8) nodes
+# Bounds every loader applies, so that no later date arithmetic can overflow.
+MAX_SECONDS = 10 * 365 * 86_400  # the longest runtime or relative time (offset, expect time): 10 years
+LATEST_EPOCH_S = datetime(9000, 1, 1, tzinfo=UTC).timestamp()  # times are from 1970 to before the year 9000
+
+
+def out_of_range(seconds: float, *, epoch: bool = False) -> str:
+    """Why a duration (with ``epoch``: a time, in seconds since 1970) is outside those bounds; "" if inside."""
+    if epoch:
+        return "" if 0 <= seconds < LATEST_EPOCH_S else "is out of range: times must be from 1970 to before 9000"
+    return "" if 0 <= seconds <= MAX_SECONDS else \
+        f"is out of range: runtimes and trace times must be from 0 to 10 years ({MAX_SECONDS} s)"
 
 
 def gang_nodes(gpus: int) -> int:
@@ -40,14 +53,54 @@ class Trace:
         return max((j.submitted_at for j in self.jobs), default=TRACE_EPOCH)
 
 
-def open_text(path: Path) -> io.TextIOBase:
-    """Open a (possibly gzip-compressed) text file; a clear InputError if it is missing."""
+def reject_folder(path: Path) -> None:
+    """A clear InputError where a trace file is expected but ``path`` is a folder."""
+    if path.is_dir():
+        raise InputError(f"{path} is a folder, not a trace file; give the path of the file inside it")
+
+
+def open_binary(path: Path) -> gzip.GzipFile | io.BufferedReader:
+    """Open a (possibly gzip-compressed) file; a clear InputError if it is missing or a folder."""
+    reject_folder(path)
     try:
-        if path.suffix == ".gz":
-            return io.TextIOWrapper(gzip.open(path, "rb"), newline="")
-        return path.open(newline="")
+        return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
     except FileNotFoundError:
         raise InputError(f"trace file {path} does not exist") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open it ({exc.strerror or exc})") from None
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Turn the errors of reading a damaged file into an InputError naming the file."""
+    try:
+        yield
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        if "Not a gzipped file" in str(exc):
+            raise InputError(f"{path}: not gzip data; drop the .gz from its name if it is plain text") from None
+        raise InputError(f"{path}: damaged or truncated gzip data ({exc}); copy or export it again") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def text_lines(path: Path) -> Generator[str, None, None]:
+    """The lines of a (possibly gzip-compressed) UTF-8 text file, without a leading BOM."""
+    with reading(path), open_binary(path) as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as fh:
+        try:
+            yield from fh
+        except UnicodeDecodeError:
+            raise InputError(f"{path}: not UTF-8 text ({_first_bad_byte(path)}); save it as UTF-8") from None
+
+
+def _first_bad_byte(path: Path) -> str:
+    """Where the first byte that is not UTF-8 is, e.g. "byte 0xff at line 2, byte 36 of the line"."""
+    with open_binary(path) as fh:
+        for number, line in enumerate(fh, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return f"byte 0x{line[exc.start]:02x} at line {number}, byte {exc.start + 1} of the line"
+    return "a byte sequence that is cut short"
 
 
 @dataclass(frozen=True)
@@ -79,6 +132,14 @@ class Row:
             raise self.fail(column, f"{value:g} is below the minimum {minimum:g}")
         return value
 
+    def seconds(self, column: str, unit_s: float = 1.0) -> float:
+        """A duration or trace offset given in units of ``unit_s`` seconds, in seconds (0 to 10 years)."""
+        seconds = self.number(column) * unit_s
+        if problem := out_of_range(seconds):
+            given = self.text(column) if unit_s == 1 else f"{self.text(column)} x {unit_s:g} s"
+            raise self.fail(column, f"{given} {problem}")
+        return seconds
+
     def time(self, column: str) -> datetime:
         """An ISO-8601 timestamp (naive ones are taken as UTC)."""
         raw = self.text(column)
@@ -86,13 +147,17 @@ class Row:
             when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
         except ValueError:
             raise self.fail(column, f"{raw!r} is not an ISO-8601 time") from None
-        return when if when.tzinfo else when.replace(tzinfo=UTC)
+        when = when if when.tzinfo else when.replace(tzinfo=UTC)
+        if problem := out_of_range(when.timestamp(), epoch=True):
+            raise self.fail(column, f"{raw!r} {problem}")
+        return when
 
 
 def csv_rows(path: Path, required: Sequence[str]) -> Iterator[Row]:
     """Rows of a CSV file whose header must hold ``required`` columns."""
-    with open_text(path) as fh:
-        reader = csv.DictReader(fh)
+    reader = csv.DictReader(text_lines(path))
+    last = 0  # the last row read whole; a CSV error is in the row after it
+    try:
         header = reader.fieldnames or []
         missing = [c for c in required if c not in header]
         if missing:
@@ -100,8 +165,11 @@ def csv_rows(path: Path, required: Sequence[str]) -> Iterator[Row]:
                 f"{path}: row 1 (header): missing column(s) {', '.join(missing)}; "
                 f"found {', '.join(header) or 'nothing'}"
             )
-        for i, cells in enumerate(reader):
-            yield Row(path, i + 2, cells)
+        last = 1
+        for last, cells in enumerate(reader, 2):
+            yield Row(path, last, cells)
+    except csv.Error as exc:
+        raise InputError(f"{path}: row {last + 1}: not readable as CSV ({exc}); look for an unclosed quote") from None
 
 
 def sorted_trace(name: str, path: Path, jobs: list[Demand]) -> Trace:

@@ -55,7 +55,7 @@ def load_generic(path: Path, *, counts: Counter[str] | None = None) -> Trace:
 
 def _job(row: Row, job_id: str) -> Demand:
     gpus = _whole(row, "gpus")
-    runtime_s = row.number("runtime_s")
+    runtime_s = row.seconds("runtime_s")
     submitted = _when(row, "submit_time")
     nodes = _whole(row, "nodes", minimum=1) if _given(row, "nodes") else gang_nodes(gpus)
     if gpus and nodes > gpus:
@@ -71,7 +71,7 @@ def _job(row: Row, job_id: str) -> Demand:
         raise row.fail("deadline", "a best-effort job has no deadline; drop it or set job_class to soft or strict")
     if job_class is not JobClass.BEST_EFFORT and deadline is None:
         raise row.fail("deadline", f"a {job_class.value!r} job needs a deadline (or set job_class to best)")
-    checkpoint_s = row.number("checkpoint_interval_s") if _given(row, "checkpoint_interval_s") else 1800.0
+    checkpoint_s = row.seconds("checkpoint_interval_s") if _given(row, "checkpoint_interval_s") else 1800.0
     if checkpoint_s <= 0:
         raise row.fail("checkpoint_interval_s", f"{checkpoint_s:g} is not above 0")
     return Demand(

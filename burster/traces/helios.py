@@ -23,7 +23,8 @@ The series counts GPUs and jobs, not individual jobs, so jobs are inferred by a 
    sum(gpus x weight), so the trace's GPU-hours equal sum(running_gpu_num) / 60 exactly (floating point).
 
 Jobs are best-effort, priority 0, any GPU model, team = the VC name. ``helios_capacity`` gives the
-VC's GPU pool (``total_gpu_num``), the on-prem pool size to simulate the trace against.
+VC's GPU pool (``total_gpu_num``), the on-prem pool size to simulate the trace against. A running or
+pending GPU count above ``MAX_GPU_RATIO`` x that pool, or a pool above ``MAX_VC_GPUS``, is an error.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from pathlib import Path
 
 from burster.errors import InputError
 from burster.model import Demand
-from burster.traces.base import Row, Trace, csv_rows, gang_nodes, sorted_trace
+from burster.traces.base import Row, Trace, csv_rows, gang_nodes, out_of_range, sorted_trace
 
 log = logging.getLogger(__name__)
 
@@ -47,25 +48,43 @@ CLASSES = ("noless_8", "less_8")
 SPLITS = tuple(f"{k}_{w}_num_{c}" for c in CLASSES for k in ("running", "pending") for w in ("gpu", "job"))
 COUNTS = ("total_gpu_num", "running_gpu_num", "pending_gpu_num", *SPLITS)
 COLUMNS = ("time", *COUNTS)
+GPU_COUNTS = tuple(c for c in COUNTS if "gpu_num" in c and c != "total_gpu_num")
+MAX_VC_GPUS = 100_000  # the largest total_gpu_num accepted (Helios VCs have at most a few hundred)
+MAX_GPU_RATIO = 4  # a running or pending GPU count may reach 4 x the VC's GPUs (the Earth files reach 2 x)
 
 
 @dataclass(frozen=True)
 class _Minute:
     time: datetime
     counts: dict[str, int]
+    line: int  # the CSV row, for error messages
 
     def demand(self, cls: str, what: str = "gpu") -> int:
         return self.counts[f"running_{what}_num_{cls}"] + self.counts[f"pending_{what}_num_{cls}"]
 
 
-def _minutes(path: Path) -> list[_Minute]:
+def _minutes(path: Path) -> tuple[list[_Minute], int]:
+    """The series' rows and the VC's capacity (its largest total_gpu_num), which bounds every GPU count."""
     out: list[_Minute] = []
     for row in csv_rows(path, COLUMNS):
         when = row.time("time")
         if out and when <= out[-1].time:
             raise row.fail("time", f"{when:%Y-%m-%d %H:%M:%S} is not after the previous row's {out[-1].time}")
-        out.append(_Minute(when, {column: _whole(row, column) for column in COUNTS}))
-    return out
+        counts = {column: _whole(row, column) for column in COUNTS}
+        if (total := counts["total_gpu_num"]) > MAX_VC_GPUS:
+            raise row.fail("total_gpu_num", f"{total} is above {MAX_VC_GPUS}, more GPUs than a VC has")
+        out.append(_Minute(when, counts, row.line))
+    if not out:
+        raise InputError(f"{path}: the series holds no rows")
+    capacity = max(m.counts["total_gpu_num"] for m in out)
+    if capacity <= 0:
+        raise InputError(f"{path}: column 'total_gpu_num' is never above 0, so the VC has no GPUs")
+    for m in out:
+        for column in GPU_COUNTS:
+            if m.counts[column] > MAX_GPU_RATIO * capacity:
+                raise InputError(f"{path}: row {m.line}, column {column!r}: {m.counts[column]} is above "
+                                 f"{MAX_GPU_RATIO} x the VC's {capacity} GPUs (its largest total_gpu_num)")
+    return out, capacity
 
 
 def _whole(row: Row, column: str) -> int:
@@ -77,10 +96,7 @@ def _whole(row: Row, column: str) -> int:
 
 def helios_capacity(path: Path) -> int:
     """The VC's GPU pool: the largest ``total_gpu_num`` in the series (constant in the Earth VCs)."""
-    capacity = max((m.counts["total_gpu_num"] for m in _minutes(path)), default=0)
-    if capacity <= 0:
-        raise InputError(f"{path}: column 'total_gpu_num' is never above 0, so the VC has no GPUs")
-    return capacity
+    return _minutes(path)[1]
 
 
 def job_sizes(cls: str, gpus: int, jobs: int, limit: int = 0) -> list[int]:
@@ -105,12 +121,9 @@ def job_sizes(cls: str, gpus: int, jobs: int, limit: int = 0) -> list[int]:
 
 
 def load_helios(path: Path, *, seed: int = 0, checkpoint_interval_s: float = 1800.0) -> Trace:
-    minutes = _minutes(path)
-    if not minutes:
-        raise InputError(f"{path}: the series holds no rows")
+    minutes, capacity = _minutes(path)
     vc = path.name.split("_cluster_sequence")[0]
     first_day = minutes[0].time.date()
-    capacity = max(m.counts["total_gpu_num"] for m in minutes)
     arrivals: dict[str, dict[int, list[tuple[int, int]]]] = {c: defaultdict(list) for c in CLASSES}
     budget: dict[str, dict[int, float]] = {c: defaultdict(float) for c in CLASSES}
     prev = {(c, w): 0 for c in CLASSES for w in ("gpu", "job")}
@@ -146,6 +159,10 @@ def load_helios(path: Path, *, seed: int = 0, checkpoint_interval_s: float = 180
                     submitted_at=minutes[i].time, est_runtime_s=scale * w,
                     checkpoint_interval_s=checkpoint_interval_s, team=vc,
                 ))
+    longest = max((job.est_runtime_s for job in jobs), default=0.0)
+    if problem := out_of_range(longest):
+        raise InputError(f"{path}: an inferred runtime of {longest:.3g} s {problem}; running_gpu_num is far "
+                         "above the per-class running_gpu_num columns for too long")
     log.info("%s: VC %s, capacity %d GPUs, %d jobs inferred (seed %d); %d skipped: their class never ran",
              path, vc, capacity, len(jobs), seed, unfunded)
     return sorted_trace(path.name, path, jobs)

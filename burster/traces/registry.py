@@ -8,7 +8,7 @@ from pathlib import Path
 
 from burster.errors import InputError
 from burster.traces.alibaba import load_alibaba
-from burster.traces.base import Trace, open_text
+from burster.traces.base import Trace, reject_folder, text_lines
 from burster.traces.generic import load_generic
 from burster.traces.helios import load_helios
 from burster.traces.philly import load_philly
@@ -25,6 +25,7 @@ TRACE_FORMATS: dict[str, Callable[[Path], Trace]] = {
 
 def detect_format(path: Path) -> str:
     """The format of ``path`` from its name; a .csv[.gz] with a runtime_s column is "generic"."""
+    reject_folder(path)
     name = path.name.lower()
     for marker, fmt in (("philly", "philly"), ("openb_pod_list", "alibaba"), ("cluster_sequence", "helios")):
         if marker in name:
@@ -42,12 +43,14 @@ def detect_format(path: Path) -> str:
 
 
 def _header(path: Path) -> list[str]:
-    """The first CSV row ([] when it cannot be read as text; a missing file raises InputError)."""
-    with open_text(path) as fh:
-        try:
-            return [cell.strip() for cell in next(csv.reader(fh), [])]
-        except (OSError, UnicodeDecodeError, csv.Error):
-            return []
+    """The first CSV row ([] when it is not CSV); a missing, damaged or non-UTF-8 file raises InputError."""
+    lines = text_lines(path)
+    try:
+        return [cell.strip() for cell in next(csv.reader(lines), [])]
+    except csv.Error:
+        return []
+    finally:
+        lines.close()
 
 
 def load_trace(path: Path, fmt: str | None = None) -> Trace:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -30,7 +31,7 @@ from typing import Any
 
 from burster.errors import InputError
 from burster.model import Demand
-from burster.traces.base import Trace, gang_nodes, open_text, sorted_trace
+from burster.traces.base import Trace, gang_nodes, out_of_range, sorted_trace, text_lines
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,8 @@ def _count(value: Any, *, required: bool = True) -> int | None:
         value = int(value)
     if value is None and not required:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value != int(value):
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0
+            or value != int(value)):
         raise ValueError(f"{value!r} is not a whole number >= 0 or a {{set, number}} object")
     return int(value)
 
@@ -83,6 +85,13 @@ class _Job:
         except ValueError as exc:
             raise self.fail(field, str(exc)) from None
 
+    def time(self, field: str) -> int | None:
+        """An epoch time in seconds (0 or None: not yet), before the year 9000."""
+        value = self.number(field)
+        if value and (problem := out_of_range(value, epoch=True)):
+            raise self.fail(field, f"{value} {problem}")
+        return value
+
     def text(self, field: str) -> str:
         """A string field; a {"wckey": ..., "flags": [...]} object (v0.0.39+) gives its inner name."""
         value = self.get(field, required=False)
@@ -93,12 +102,13 @@ class _Job:
 
 def load_sacct(path: Path, *, checkpoint_interval_s: float = 1800.0, counts: Counter[str] | None = None) -> Trace:
     """Load ``sacct --json`` output; ``counts`` (if given) receives the jobs skipped or adjusted, by reason."""
-    with open_text(path) as fh:
-        try:
-            doc = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
-                             "export it with `sacct --json ... > history.json`") from None
+    try:
+        doc = json.loads("".join(text_lines(path)))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+                         "export it with `sacct --json ... > history.json`") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply to be `sacct --json` output") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise InputError(f"{path}: no \"jobs\" array at the top level; is this `sacct --json` output?")
     tally: Counter[str] = Counter()
@@ -123,13 +133,17 @@ def load_sacct(path: Path, *, checkpoint_interval_s: float = 1800.0, counts: Cou
 def _job(job: _Job, checkpoint_interval_s: float, tally: Counter[str]) -> Demand | None:
     """Validate one job fully, then decide whether it becomes a Demand (None: skipped, counted)."""
     job_id = job.number("job_id")
-    submitted = job.number("time.submission")
-    start, end = job.number("time.start"), job.number("time.end")
+    submitted = job.time("time.submission")
+    start, end = job.time("time.start"), job.time("time.end")
     elapsed = job.number("time.elapsed", required=False)
     if submitted is None:
         raise job.fail("time.submission", "not set; every job has a submission time")
     if start and end and end < start:
         raise job.fail("time.end", f"{end} is before time.start {start}")
+    if elapsed is not None and (problem := out_of_range(elapsed)):
+        raise job.fail("time.elapsed", f"{elapsed} {problem}")
+    if elapsed is None and start and end and (problem := out_of_range(end - start)):
+        raise job.fail("time.end", f"{end} is {end - start} s after time.start: the runtime {problem}")
     allocated, requested = _gpus(job, "tres.allocated"), _gpus(job, "tres.requested")
     gpus, model = allocated if allocated[0] else requested
     state = job.get("state.current", required=False) or job.get("state", required=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,7 +28,7 @@ SERIES = [
 ]
 
 
-def write(tmp_path: Path, series: list[tuple[tuple[int, ...], tuple[int, ...]]] = SERIES,
+def write(tmp_path: Path, series: Sequence[tuple[tuple[int, ...], tuple[int, ...]]] = SERIES,
           name: str = "vcTest_cluster_sequence_vc.csv.gz", capacity: int = 16,
           running: list[int] | None = None) -> Path:
     """A gzipped series; ``running`` overrides running_gpu_num (else the sum of the two classes)."""
@@ -107,6 +108,11 @@ def test_a_class_without_arrivals_hands_its_budget_over(tmp_path: Path) -> None:
     ("pending_gpu_num_noless_8", "many", "not a number"),
     ("time", "yesterday", "not an ISO-8601 time"),
     ("time", "2020-05-01 23:57:00", "not after the previous row"),
+    ("time", "9999-12-31 23:00:00", "times must be from 1970 to before 9000"),
+    ("running_gpu_num_noless_8", "1000000", "1000000 is above 4 x the VC's 16 GPUs (its largest total_gpu_num)"),
+    ("pending_gpu_num_less_8", "65", "65 is above 4 x the VC's 16 GPUs"),
+    ("pending_gpu_num", "1000000000", "is above 4 x the VC's 16 GPUs"),
+    ("total_gpu_num", "1000000000", "1000000000 is above 100000, more GPUs than a VC has"),
 ])
 def test_bad_rows_name_file_row_and_column(tmp_path: Path, column: str, value: str, problem: str) -> None:
     path = tmp_path / "vcBad_cluster_sequence_vc.csv"
@@ -134,6 +140,19 @@ def test_missing_column_empty_series_and_zero_capacity(tmp_path: Path) -> None:
         load_trace(empty)
     with pytest.raises(InputError, match="'total_gpu_num' is never above 0"):
         helios_capacity(write(tmp_path, name="vcZero_cluster_sequence_vc.csv.gz", capacity=0))
+
+
+def test_gpu_counts_may_reach_four_times_the_vc(tmp_path: Path) -> None:
+    path = write(tmp_path, [((64, 8, 0, 0), (0, 0, 0, 0)), ((64, 8, 64, 8), (0, 0, 0, 0))])  # 16-GPU VC
+    assert sum(j.gpus for j in load_helios(path).jobs) == 128
+
+
+def test_inferred_runtimes_above_ten_years_are_rejected(tmp_path: Path) -> None:
+    # running_gpu_num far above the per-class columns for long: one 1-GPU job would run 11 years
+    path = write(tmp_path, [((0, 0, 0, 0), (1, 1, 0, 0))] * 15, capacity=100_000, running=[400_000] * 15)
+    with pytest.raises(InputError, match=r"an inferred runtime of 3.6e\+08 s is out of range") as info:
+        load_helios(path)
+    assert str(info.value).startswith(f"{path}: ")
 
 
 def test_real_vcpdc_series_matches_in_aggregate() -> None:
