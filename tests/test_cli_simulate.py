@@ -157,3 +157,14 @@ def test_a_reader_that_goes_away_gets_no_traceback() -> None:
     proc.stdout.close()  # like `| head -c 10`
     err = proc.stderr.read().decode()
     assert proc.wait() in (0, 141) and "Traceback" not in err and "BrokenPipeError" not in err
+
+
+def test_rows_the_loader_skips_are_reported_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "trace_job_Philly_skips.csv"
+    trace.write_text("job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,"
+                     "expect_time_list,expect_value_list,best_effort,job_type\n"
+                     "0,vc,1,5,5,vgg,30,1,60,10,1,best\n1,vc,0,5,5,vgg,30,1,60,10,1,best\n")
+    assert main(["simulate", "--trace", str(trace), "--json"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["jobs"] == 1
+    assert f"burster: {trace}: 1 jobs; 1 skipped: jobs with 0 GPUs" in cap.err

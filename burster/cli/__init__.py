@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import math
 import os
 import sys
@@ -44,7 +45,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Stderr(logging.Handler):
+    """Prints records as ``burster: message`` to the sys.stderr of the moment."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"burster: {self.format(record)}", file=sys.stderr)
+
+
+def show_trace_summaries() -> None:
+    """Let the trace loaders' one-line summaries (jobs loaded, rows skipped and why) reach stderr."""
+    logger = logging.getLogger("burster.traces")
+    if not any(isinstance(h, _Stderr) for h in logger.handlers):
+        logger.addHandler(_Stderr())
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    show_trace_summaries()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
