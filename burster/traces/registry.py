@@ -24,17 +24,19 @@ TRACE_FORMATS: dict[str, Callable[[Path], Trace]] = {
 
 
 def detect_format(path: Path) -> str:
-    """The format of ``path`` from its name; a .csv[.gz] with a runtime_s column is "generic"."""
+    """The format of ``path``: a .csv[.gz] with a runtime_s column is "generic" (Burster's own, whatever
+    its name); otherwise from the name."""
     reject_folder(path)
     name = path.name.lower()
+    is_csv = name.endswith((".csv", ".csv.gz"))
+    if is_csv and "runtime_s" in _header(path):
+        return "generic"
     for marker, fmt in (("philly", "philly"), ("openb_pod_list", "alibaba"), ("cluster_sequence", "helios")):
         if marker in name:
             return fmt
     if name.endswith((".json", ".json.gz")):
         return "sacct"
     if name.endswith(".parquet"):
-        return "generic"
-    if name.endswith((".csv", ".csv.gz")) and "runtime_s" in _header(path):
         return "generic"
     raise InputError(
         f"cannot tell the format of {path}; pass --trace-format, one of {', '.join(TRACE_FORMATS)} "

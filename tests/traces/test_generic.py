@@ -138,3 +138,10 @@ def test_parquet_without_pyarrow_says_how_to_install(tmp_path: Path, monkeypatch
     path.write_bytes(b"")
     with pytest.raises(InputError, match="reading Parquet needs pyarrow; run `pip install pyarrow`"):
         load_trace(path)
+
+
+def test_a_runtime_s_header_is_generic_whatever_the_file_is_called(tmp_path: Path) -> None:
+    path = tmp_path / "philly_jobs_exported.csv"  # the name alone would say philly
+    path.write_text("job_id,submit_time,gpus,runtime_s\nx,0,2,10\n")
+    assert detect_format(path) == "generic"
+    assert [j.job_id for j in load_trace(path).jobs] == ["x"]
