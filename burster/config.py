@@ -9,7 +9,6 @@ value with any URL password and query string masked.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from burster.errors import ConfigError
 from burster.model import Requeue
+from burster.redact import redact_value
 
 PROVIDERS = ("aws", "gcp", "azure")
 Names = Annotated[tuple[str, ...], Field(strict=False)]  # a TOML array (a list) of strings
@@ -137,27 +137,12 @@ class BursterConfig(_Section):
     controller: ControllerConfig = ControllerConfig()
 
 
-_URL_USER = re.compile(r"(?<=://)\S*@")  # user:password@ of a URL
-_URL_QUERY = re.compile(r"(://[^?\s]*)\?\S*")  # a URL's query string may carry a token
-_SECRET_KEY = re.compile(r"secret|passw|token|credential|private_key|access_key|api_key", re.IGNORECASE)
-
-
-def _redact(value: object) -> object:
-    """``value`` (a string or a list of them) with URL passwords and query strings masked."""
-    if isinstance(value, str):
-        return _URL_QUERY.sub(r"\1?***", _URL_USER.sub("***@", value))
-    if isinstance(value, list | tuple):
-        return [_redact(v) for v in value]
-    return value
-
-
 def _describe(err: ValidationError, source: str) -> str:
     lines = [f"invalid configuration in {source}:"]
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"])
         got = e.get("input")
-        hidden = isinstance(got, dict) or _SECRET_KEY.search(key)
-        shown = "" if hidden else f" (got {_redact(got)!r})"
+        shown = "" if isinstance(got, dict) else f" (got {redact_value(got)!r})"
         if e["type"] == "extra_forbidden":
             lines.append(f"  {key}: unknown key; check its spelling against docs/config.md")
         else:

@@ -36,6 +36,8 @@ def test_a_url_password_is_never_echoed(tmp_path: Path, capsys: pytest.CaptureFi
 @pytest.mark.parametrize(("data", "key"), [
     ({"store": {"url": ["postgresql://burster:p@ss/w0rd@db:5432/burster"]}}, "store.url"),
     ({"controller": {"tick_s": "postgresql://burster:p@ss/w0rd@db:5432/burster"}}, "controller.tick_s"),
+    ({"controller": {"cluster": "burster:p@ss/w0rd@db:5432"}}, "controller.cluster"),  # no scheme
+    ({"clouds": {"aws": {"endpoint_url": [{"x": "https://u:p@ss/w0rd@db:5432/?sig=w0rd"}]}}}, "endpoint_url"),
 ])
 def test_a_url_password_given_to_the_wrong_key_is_never_echoed(data: dict[str, object], key: str) -> None:
     msg = _error(data)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import re
 import socket
 import sys
 import time
@@ -19,9 +18,10 @@ from typing import Any
 
 from burster.cli import finite_float
 from burster.errors import ConfigError, ProviderError, TransientError
+from burster.redact import redact
 
 EXIT_NO_GPU = 3
-MAX_SECONDS = 86_400.0  # --interval and --timeout: at most a day
+MAX_AGENT_SECONDS = 86_400.0  # --interval and --timeout: at most a day
 INVENTORY_PATH = "/v1/inventory"
 EPILOG = """\
 exit codes:
@@ -65,8 +65,8 @@ class Controller:
         try:
             parts = urllib.parse.urlsplit(url)
             port = parts.port
-        except ValueError as err:  # a bad port or IPv6 address
-            raise ConfigError(f"--controller {_safe(url)!r} is not a valid URL: {err}") from None
+        except ValueError:  # urllib's text may quote a piece of the password
+            raise ConfigError(f"--controller {_safe(url)!r} is not a valid URL (bad port or IPv6 address)") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"--controller must be an http:// or https:// URL with a host, got {_safe(url)!r}")
         host = parts.hostname + (f":{port}" if port else "")
@@ -95,10 +95,8 @@ class Controller:
 
 
 def _safe(url: str) -> str:
-    """``url`` fit for a message: no query string or fragment, and no ``user:password@`` wherever it
-    sits (a URL without a scheme puts the credentials where a parser sees a scheme and a path)."""
-    shown = url.split("?", 1)[0].split("#", 1)[0]
-    return re.sub(r"[^/@]*@", "", shown)
+    """``url`` fit for a message: credentials and query string masked (``burster.redact``)."""
+    return redact(url)
 
 
 def _emit(controller: Controller | None) -> Callable[[dict[str, Any]], None]:
@@ -131,8 +129,8 @@ def run_agent(read: Callable[[], tuple[Any, ...]], emit: Callable[[dict[str, Any
 def main(args: argparse.Namespace) -> int:
     from providers.nvml import GpuUnavailableError, read_inventory
 
-    if not (0 < args.interval <= MAX_SECONDS and 0 < args.timeout <= MAX_SECONDS):
-        raise ConfigError(f"--interval and --timeout must be seconds in (0, {MAX_SECONDS:g}]")
+    if not (0 < args.interval <= MAX_AGENT_SECONDS and 0 < args.timeout <= MAX_AGENT_SECONDS):
+        raise ConfigError(f"--interval and --timeout must be seconds in (0, {MAX_AGENT_SECONDS:g}]")
     if args.count is not None and args.count < 1:
         raise ConfigError(f"--count must be at least 1, got {args.count}")
     count = 1 if args.once else args.count

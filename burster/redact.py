@@ -1,0 +1,26 @@
+"""Masking secrets in text shown to people: URL credentials and query strings."""
+
+from __future__ import annotations
+
+import re
+
+# everything up to the last "@" of a token, after an optional scheme: "http://user:pa/ss@" or
+# "admin:hunter2@" (a URL without a scheme), whatever the password holds
+_USERINFO = re.compile(r"([a-z][a-z0-9+.-]*://)?[^\s'\"]*@", re.IGNORECASE)
+_QUERY = re.compile(r"[?#][^\s'\"]*")  # a query string or fragment may carry a token
+
+
+def redact(text: str) -> str:
+    """``text`` with any ``user:password@`` masked as ``***@`` and query strings as ``?***``."""
+    return _QUERY.sub("?***", _USERINFO.sub(r"\1***@", text))
+
+
+def redact_value(value: object) -> object:
+    """``value`` with every string in it (also inside lists and maps) passed through ``redact``."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list | tuple):
+        return [redact_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: redact_value(v) for k, v in value.items()}
+    return value
