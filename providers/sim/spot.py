@@ -15,7 +15,6 @@ import bisect
 import functools
 import json
 import random
-import sys
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -103,18 +102,22 @@ def _count(v: object) -> bool:
         isinstance(v, float) and v.is_integer() and v >= 0)
 
 
+MAX_GAP_S = 86_400  # one value per day at most: a longer tick is not an availability trace
+
+
 def read_series(path: Path, provider: str, gpu_model: str) -> SpotSeries:
     """One trace file; an InputError naming the file and the fix when it is not a valid trace."""
     shape = "{metadata: {gap_seconds: G}, data: [n0, n1, ...]}"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         gap, data = doc["metadata"]["gap_seconds"], doc["data"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        detail = f"no key {err}" if isinstance(err, KeyError) else str(err)
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as err:
+        detail = "JSON nested too deeply" if isinstance(err, RecursionError) else \
+            f"no key {err}" if isinstance(err, KeyError) else str(err)
         raise InputError(f"{path}: not a spot trace ({shape}): {detail}") from None
-    if isinstance(gap, bool) or not isinstance(gap, int | float) or not 0 < gap <= sys.float_info.max:
-        raise InputError(f"{path}: metadata.gap_seconds is {json.dumps(gap)}; it must be a finite number of "
-                         "seconds > 0")
+    if isinstance(gap, bool) or not isinstance(gap, int | float) or not 0 < gap <= MAX_GAP_S:
+        raise InputError(f"{path}: metadata.gap_seconds is {json.dumps(gap)}; it must be seconds per value in "
+                         f"(0, {MAX_GAP_S}] (the staged traces use 30 to 600)")
     if not isinstance(data, list) or not data:
         raise InputError(f"{path}: data must be a non-empty list of instance counts (integers >= 0), "
                          f"not {json.dumps(data)[:40]}")
@@ -193,15 +196,34 @@ def load_series_path(path: Path) -> list[SpotSeries]:
         curated = load_series(path)
         if curated:
             return curated
-        files = sorted(path.rglob("*.json"))
+        files = [f for f in sorted(path.rglob("*.json")) if not _staged_elsewhere(f)]
     else:
         raise InputError(f"spot trace {path} does not exist")
     if not files:
         raise InputError(f"no spot trace files (*.json) under {path}")
     out = []
     for f in files:
+        staged = _staged_as(f)
+        if staged is not None:
+            out.append(read_series(f, staged[0], _gpu_of(f.name, staged[1])))
+            continue
         low = str(f).lower()
         provider = next((p for p in ("aws", "gcp", "azure") if p in low), "")
         gpu = next((g.upper() for g in ("a100", "h100", "h200", "v100", "k80", "t4", "l4") if g in low), "")
         out.append(read_series(f, provider, gpu))
     return out
+
+
+_STAGED_ROOTS = ("skypilot_spot_traces", "spothedge_gcp_a100")
+
+
+def _staged_as(path: Path) -> tuple[str, str] | None:
+    """(provider, GPU model) of a file in one of the staged folders ``TRACE_GLOBS`` names, else None."""
+    folder = path.parent.as_posix()
+    return next(((provider, gpu) for sub, provider, gpu in TRACE_GLOBS if folder.endswith(sub)), None)
+
+
+def _staged_elsewhere(path: Path) -> bool:
+    """A file of the staged data sets outside the folders the default uses (e.g. the CPU-instance
+    preemption traces): not GPU spot availability, so a folder below ../shared/data leaves it out too."""
+    return _staged_as(path) is None and any(root in path.parts for root in _STAGED_ROOTS)

@@ -11,7 +11,11 @@ from providers.sim.spot import load_series_path, read_series
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ('{"metadata": {"gap_seconds": NaN}, "data": [1, 0]}', "metadata.gap_seconds is NaN; it must be a finite"),
+    ('{"metadata": {"gap_seconds": NaN}, "data": [1, 0]}', "metadata.gap_seconds is NaN; it must be seconds per "
+                                                          "value in (0, 86400]"),
+    ('{"metadata": {"gap_seconds": 1e300}, "data": [1, 0]}', "metadata.gap_seconds is 1e+300;"),
+    ("[" * 100_000 + "]" * 100_000, "not a spot trace ({metadata: {gap_seconds: G}, data: [n0, n1, ...]}): JSON "
+                                    "nested too deeply"),
     ('{"metadata": {"gap_seconds": Infinity}, "data": [1, 0]}', "metadata.gap_seconds is Infinity"),
     ('{"metadata": {"gap_seconds": 0}, "data": [1, 0]}', "metadata.gap_seconds is 0;"),
     ('{"metadata": {"gap_seconds": "600"}, "data": [1, 0]}', 'metadata.gap_seconds is "600"'),

@@ -48,3 +48,10 @@ def test_a_folder_of_the_users_own_traces_loads_every_file_with_names_read_from_
     _trace(tmp_path / "mine/anything.json", [1, 1, 1])
     got = {s.name: (s.provider, s.gpu_model) for s in load_series_path(tmp_path / "mine")}
     assert got == {"mine/azure_h100_eastus": ("azure", "H100"), "mine/anything": ("", "")}
+
+
+def test_a_staged_subfolder_keeps_the_defaults_mapping_and_leaves_out_cpu_traces(shared: Path) -> None:
+    sky = shared / "skypilot_spot_traces"
+    got = _described(load_series_path(sky))
+    assert got == [d for d in _described(load_series(shared)) if not d[0].startswith("GCP1/")]
+    assert not any("_c3" in d[0] for d in got)
