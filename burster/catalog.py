@@ -37,6 +37,10 @@ QUIRKS = {
 }
 
 
+MAX_PRICE_USD_PER_HOUR = 10_000.0  # the dearest GPU machines list near $100/h
+MAXIMA = {"AcceleratorCount": 64.0}  # GPUs per machine (pool.gpus_per_node has the same cap)
+
+
 @dataclass(frozen=True)
 class _Row:
     file: Path
@@ -62,6 +66,9 @@ class _Row:
             raise InputError(f"{self.file}: row {self.line}, column {column!r}: {raw!r} is not a finite number")
         if value < 0:
             raise InputError(f"{self.file}: row {self.line}, column {column!r}: negative value {value}")
+        top = MAXIMA.get(column, MAX_PRICE_USD_PER_HOUR)
+        if value > top:
+            raise InputError(f"{self.file}: row {self.line}, column {column!r}: {raw} is above the maximum {top:g}")
         return value
 
     def gpus(self) -> int:

@@ -40,6 +40,18 @@ def test_a_non_finite_number_is_refused_at_its_row_and_column(tmp_path: Path, ro
     assert f"{path}: row 3, column {column!r}: {raw!r} is not a finite number" in str(info.value)
 
 
+@pytest.mark.parametrize(("row", "column", "message"), [
+    ("p3.2xlarge,V100,1e300,8,61,3.06,0.9,us-east-1,use1-az2\n", "AcceleratorCount", "1e300 is above the maximum 64"),
+    ("p3.2xlarge,V100,1.0,8,61,1e300,0.9,us-east-1,use1-az2\n", "Price", "1e300 is above the maximum 10000"),
+])
+def test_an_absurdly_large_number_is_refused_at_its_row_and_column(tmp_path: Path, row: str, column: str,
+                                                                   message: str) -> None:
+    path = _aws(tmp_path, row)
+    with pytest.raises(InputError) as info:
+        load_catalog(tmp_path)
+    assert f"{path}: row 3, column {column!r}: {message}" in str(info.value)
+
+
 def test_offerings_json_never_prints_nan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _aws(tmp_path, "p3.2xlarge,V100,1.0,8,61,NaN,0.9,us-east-1,use1-az2\n")
     assert main(["offerings", "--prices", str(tmp_path), "--json"]) == 2
