@@ -124,7 +124,8 @@ def interruption_rates(offerings: Sequence[Offering], series: Sequence[SpotSerie
 MAX_WINDOW_DAYS = 365.0
 
 
-def _check_window(days: float | None, start_day: float) -> None:
+def check_window(days: float | None, start_day: float) -> None:
+    """A replay window the simulator can run: (0, 365] days long, starting within 3650 days."""
     if days is not None and not (0 < days <= MAX_WINDOW_DAYS):
         raise ConfigError(f"--days must be in (0, {MAX_WINDOW_DAYS:g}]; got {days:g}")
     if not (0 <= start_day <= 10 * MAX_WINDOW_DAYS):
@@ -132,7 +133,7 @@ def _check_window(days: float | None, start_day: float) -> None:
                           f"got {start_day:g}")
 
 
-def _check_models(jobs: Sequence[Demand], offerings: Sequence[Offering], pool_model: str | None,
+def check_models(jobs: Sequence[Demand], offerings: Sequence[Offering], pool_model: str | None,
                   providers: Sequence[str]) -> None:
     """Every job can run somewhere: on the pool (its GPU model) or on an offering of its model."""
     if not offerings:
@@ -178,7 +179,7 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
     unknown = [p for p in providers if p not in PROVIDERS]
     if unknown:
         raise ConfigError(f"unknown provider(s) {', '.join(unknown)}; valid: {', '.join(PROVIDERS)}")
-    _check_window(days, start_day)
+    check_window(days, start_day)
     start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
     # the whole trace includes its last arrival; a window [start, start + days) does not
     end = trace.end + timedelta(microseconds=1) if days is None else start + timedelta(days=days)
@@ -191,7 +192,7 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
                           f"days 0 to {span:.1f} (check --start-day and --days)")
     jobs, runtimes = with_estimate_error(jobs, estimate_error, seed)
     offerings = load_catalog(prices, providers) if prices else load_catalog(providers=providers)
-    _check_models(jobs, offerings, model if config.pool.nodes > 0 else None, providers)
+    check_models(jobs, offerings, model if config.pool.nodes > 0 else None, providers)
     series, source = spot_series(seed, spot_dir)
     cost = cost_model(config, interruption_rates(offerings, series))
     clock = FakeClock(start)

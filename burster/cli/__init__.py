@@ -58,7 +58,6 @@ def show_trace_summaries() -> None:
     if not any(isinstance(h, _Stderr) for h in logger.handlers):
         logger.addHandler(_Stderr())
         logger.setLevel(logging.INFO)
-        logger.propagate = False
 
 
 def main(argv: Sequence[str] | None = None) -> int:

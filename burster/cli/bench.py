@@ -79,10 +79,9 @@ def _check_numbers(args: argparse.Namespace) -> None:
             raise ConfigError(f"--pool-nodes must be at least 1 (8-GPU nodes); got {n}")
     if args.workers < 1:
         raise ConfigError(f"--workers must be at least 1; got {args.workers}")
-    if args.days is not None and not 0 < args.days <= 365:
-        raise ConfigError(f"--days must be in (0, 365]; got {args.days:g}")
-    if args.start_day is not None and not 0 <= args.start_day <= 3650:
-        raise ConfigError(f"--start-day must be in [0, 3650] days from the trace start; got {args.start_day:g}")
+    from burster.app import check_window
+
+    check_window(args.days, args.start_day or 0.0)
     from burster.sim.estimates import check_sigma
 
     check_sigma(args.estimate_error)
@@ -138,6 +137,19 @@ def _check_sources(args: argparse.Namespace) -> None:
         load_catalog(args.prices)
 
 
+def _check_models(settings: list[Any], prices: Path | None) -> None:
+    """Fail before any worker starts on a job whose GPU model neither the pool nor the catalog has."""
+    from burster.app import PROVIDERS, check_models
+    from burster.catalog import load_catalog
+    from burster.eval.compare import bench_config, cached_trace, window_jobs
+
+    model = bench_config(1).pool.gpu_model
+    offerings = load_catalog(prices, PROVIDERS) if prices else load_catalog(providers=PROVIDERS)
+    for window in dict.fromkeys(s.window for s in settings):
+        _, _, jobs = window_jobs(cached_trace(window.path, window.fmt), window, model)
+        check_models(jobs, offerings, model, PROVIDERS)
+
+
 def main(args: argparse.Namespace) -> int:
     from burster.eval.compare import Sources, records, run_suite
     from burster.eval.report import render
@@ -155,6 +167,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"burster bench: skipped {trace}: {why}", file=sys.stderr)
     if not plan.settings:
         raise ConfigError("nothing to run: every trace of the suite was skipped (see above)")
+    _check_models(plan.settings, args.prices)
     sources = Sources(args.prices, args.spot, args.requeue, args.pool_order, args.estimate_error)
     if args.json:
         result = run_suite(plan.settings, policies, sources, workers=args.workers)

@@ -16,15 +16,12 @@ Rules (docs/traces.md has the full list):
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
 from burster.model import Demand
-from burster.traces.base import TRACE_EPOCH, Row, Trace, csv_rows, gang_nodes, sorted_trace
-
-log = logging.getLogger(__name__)
+from burster.traces.base import TRACE_EPOCH, Row, Trace, csv_rows, finish_trace, gang_nodes
 
 COLUMNS = ("name", "num_gpu", "gpu_milli", "creation_time", "deletion_time", "scheduled_time")
 # Alibaba GPU names (v2023 node list, v2026 spot trace) -> names in the price catalog; "" = any.
@@ -66,10 +63,7 @@ def load_alibaba(path: Path, *, shared: str = "whole", checkpoint_interval_s: fl
         job = _pod(row, name, shared, checkpoint_interval_s, tally)
         if job is not None:
             jobs.append(job)
-    if counts is not None:
-        counts.update(tally)
-    log.info("%s: %d jobs; %s", path, len(jobs), ", ".join(f"{n} {why}" for why, n in sorted(tally.items())))
-    return sorted_trace(path.name, path, jobs)
+    return finish_trace(path, jobs, tally, counts)
 
 
 def _pod(row: Row, name: str, shared: str, checkpoint_interval_s: float,

@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import logging
 import zlib
+from collections import Counter
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ from pathlib import Path
 from burster.errors import InputError
 from burster.model import Demand
 
+_log = logging.getLogger("burster.traces")
 # Traces with relative times (Philly-derived, Alibaba) start at this instant.
 TRACE_EPOCH = datetime(2026, 1, 5, tzinfo=UTC)  # a Monday
 GPUS_PER_NODE = 8  # a job above this many GPUs is a gang of ceil(gpus / 8) nodes
@@ -170,6 +173,15 @@ def csv_rows(path: Path, required: Sequence[str]) -> Iterator[Row]:
             yield Row(path, last, cells)
     except csv.Error as exc:
         raise InputError(f"{path}: row {last + 1}: not readable as CSV ({exc}); look for an unclosed quote") from None
+
+
+def finish_trace(path: Path, jobs: list[Demand], tally: Counter[str], counts: Counter[str] | None) -> Trace:
+    """The loaded trace: the skip tally added to ``counts`` and logged in one line, the jobs sorted."""
+    if counts is not None:
+        counts.update(tally)
+    skipped = ", ".join(f"{n} {why}" for why, n in sorted(tally.items()))
+    _log.info("%s: %d jobs%s", path, len(jobs), f"; {skipped}" if skipped else "")
+    return sorted_trace(path.name, path, jobs)
 
 
 def sorted_trace(name: str, path: Path, jobs: list[Demand]) -> Trace:

@@ -12,7 +12,6 @@ count data rows from 1 (CSV rows count the header as row 1, as a spreadsheet sho
 from __future__ import annotations
 
 import importlib
-import logging
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -21,9 +20,7 @@ from typing import Any
 
 from burster.errors import InputError
 from burster.model import Demand, JobClass
-from burster.traces.base import Row, Trace, csv_rows, gang_nodes, sorted_trace
-
-log = logging.getLogger(__name__)
+from burster.traces.base import Row, Trace, csv_rows, finish_trace, gang_nodes
 
 REQUIRED = ("job_id", "submit_time", "gpus", "runtime_s")
 OPTIONAL = ("nodes", "gpu_model", "priority", "deadline", "job_class", "checkpoint_interval_s", "team", "project",
@@ -47,10 +44,7 @@ def load_generic(path: Path, *, counts: Counter[str] | None = None) -> Trace:
             tally["skipped: jobs with 0 GPUs" if job.gpus == 0 else "skipped: jobs that ran 0 s"] += 1
             continue
         jobs.append(job)
-    if counts is not None:
-        counts.update(tally)
-    log.info("%s: %d jobs; %s", path, len(jobs), ", ".join(f"{n} {why}" for why, n in sorted(tally.items())))
-    return sorted_trace(path.name, path, jobs)
+    return finish_trace(path, jobs, tally, counts)
 
 
 def _job(row: Row, job_id: str) -> Demand:

@@ -11,15 +11,12 @@ Job ids must be unique and non-empty.
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
 from burster.model import Demand, JobClass
-from burster.traces.base import TRACE_EPOCH, Row, Trace, csv_rows, gang_nodes, out_of_range, sorted_trace
-
-log = logging.getLogger(__name__)
+from burster.traces.base import TRACE_EPOCH, Row, Trace, csv_rows, finish_trace, gang_nodes, out_of_range
 
 COLUMNS = ("job_id", "user", "num_gpu", "submit_time", "duration", "expect_time_list", "job_type")
 CLASSES = {"strict": JobClass.STRICT, "soft": JobClass.SOFT, "best": JobClass.BEST_EFFORT}
@@ -60,10 +57,7 @@ def load_philly(path: Path, *, unit_s: float = 60.0, checkpoint_interval_s: floa
             checkpoint_interval_s=checkpoint_interval_s,
             team=row.text("user"),
         ))
-    if counts is not None:
-        counts.update(tally)
-    log.info("%s: %d jobs; %s", path, len(jobs), ", ".join(f"{n} {why}" for why, n in sorted(tally.items())))
-    return sorted_trace(path.name, path, jobs)
+    return finish_trace(path, jobs, tally, counts)
 
 
 def _first_expect_s(row: Row, unit_s: float) -> float:

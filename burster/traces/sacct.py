@@ -20,7 +20,6 @@ Rules (docs/traces.md has the full list):
 from __future__ import annotations
 
 import json
-import logging
 import math
 import re
 from collections import Counter
@@ -31,9 +30,7 @@ from typing import Any
 
 from burster.errors import InputError
 from burster.model import Demand
-from burster.traces.base import Trace, gang_nodes, out_of_range, sorted_trace, text_lines
-
-log = logging.getLogger(__name__)
+from burster.traces.base import Trace, finish_trace, gang_nodes, out_of_range, text_lines
 
 GPU_MODELS = {"v100": "V100", "a100": "A100", "h100": "H100", "h200": "H200", "t4": "T4", "a10": "A10",
               "a10g": "A10G", "l4": "L4", "l40s": "L40S"}
@@ -124,10 +121,7 @@ def load_sacct(path: Path, *, checkpoint_interval_s: float = 1800.0, counts: Cou
                 tally["requeued runs kept as .N"] += 1
                 job = replace(job, job_id=f"{job.job_id}.{seen[job.job_id]}")
             jobs.append(job)
-    if counts is not None:
-        counts.update(tally)
-    log.info("%s: %d jobs; %s", path, len(jobs), ", ".join(f"{n} {why}" for why, n in sorted(tally.items())))
-    return sorted_trace(path.name, path, jobs)
+    return finish_trace(path, jobs, tally, counts)
 
 
 def _job(job: _Job, checkpoint_interval_s: float, tally: Counter[str]) -> Demand | None:

@@ -141,3 +141,12 @@ def test_wrong_runtime_estimates_reach_the_arms_but_not_the_bounds(tmp_path: Pat
     assert (exact["estimate_error"], noisy["estimate_error"]) == (0.0, 1.0)
     assert noisy["lower_bound_usd"] == exact["lower_bound_usd"]  # the bracket knows the true runtimes
     assert (noisy["cloud_usd"], noisy["wait_p95_s"]) != (exact["cloud_usd"], exact["wait_p95_s"])
+
+
+def test_a_job_no_pool_or_offering_can_run_fails_before_any_arm(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,submit_time,gpus,runtime_s,gpu_model\na,0,1,600,h100\nb,60,1,600,V100\n")
+    assert main(["bench", "--trace", str(trace), "--pool-nodes", "1", "--json"]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and "1 job(s) need GPU model(s) h100 that neither the pool (V100) nor the catalog" in cap.err
