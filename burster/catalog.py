@@ -10,9 +10,7 @@ Known catalog quirks are corrected here and listed in ``QUIRKS``.
 from __future__ import annotations
 
 import csv
-import gzip
 import math
-import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from pathlib import Path
 from burster.errors import InputError
 from burster.model import Market, Offering
 from burster.shared_data import shared_data_dir
+from burster.textfile import text_lines
 
 BUNDLED_DIR = Path(__file__).parent / "data" / "prices"
 SHARED_SUBDIR = "cloud_gpu_prices_skypilot_catalog"
@@ -79,32 +78,22 @@ class _Row:
 
 def _rows(path: Path, required: Iterable[str]) -> list[_Row]:
     """The data rows of a catalog CSV (``.gz`` read through gzip); a clear InputError if unreadable."""
+    reader = csv.reader(text_lines(path, "price catalog"))
     try:
-        gz = path.suffix == ".gz"
-        with (gzip.open(path, "rt", encoding="utf-8-sig", newline="") if gz
-              else path.open(encoding="utf-8-sig", newline="")) as fh:
-            reader = csv.reader(fh)
-            header = next(reader, [])
-            missing = [c for c in required if c not in header]
-            if missing:
-                raise InputError(f"{path}: header lacks column(s) {', '.join(missing)}")
-            rows = []
-            for cells in reader:
-                if not cells:
-                    continue  # a blank line
-                if len(cells) != len(header):
-                    raise InputError(f"{path}: row {reader.line_num}: {len(cells)} cells for {len(header)} "
-                                     "header columns; give one cell per column")
-                rows.append(_Row(path, reader.line_num, dict(zip(header, cells, strict=True))))
-    except FileNotFoundError:
-        raise InputError(f"price catalog {path} does not exist") from None
-    except IsADirectoryError:
-        raise InputError(f"price catalog {path} is a folder, not a CSV file") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text; save the catalog as a UTF-8 CSV file") from None
-    except (OSError, EOFError, zlib.error, csv.Error) as err:  # gzip.BadGzipFile is an OSError
-        raise InputError(f"{path}: cannot read the price catalog ({err}); replace the file with a good "
-                         "copy") from None
+        header = next(reader, [])
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise InputError(f"{path}: header lacks column(s) {', '.join(missing)}")
+        rows = []
+        for cells in reader:
+            if not cells:
+                continue  # a blank line
+            if len(cells) != len(header):
+                raise InputError(f"{path}: row {reader.line_num}: {len(cells)} cells for {len(header)} "
+                                 "header columns; give one cell per column")
+            rows.append(_Row(path, reader.line_num, dict(zip(header, cells, strict=True))))
+    except csv.Error as err:
+        raise InputError(f"{path}: row {reader.line_num + 1}: not readable as CSV ({err})") from None
     return rows
 
 

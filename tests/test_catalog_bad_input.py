@@ -76,7 +76,7 @@ def test_a_catalog_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
 
 def test_a_folder_where_a_catalog_file_should_be_names_the_path(tmp_path: Path) -> None:
     (tmp_path / AWS).mkdir()
-    with pytest.raises(InputError, match="is a folder, not a CSV file") as info:
+    with pytest.raises(InputError, match="is a folder, not a price catalog") as info:
         load_catalog(tmp_path)
     assert str(tmp_path / AWS) in str(info.value)
 
@@ -91,7 +91,7 @@ def test_a_gzipped_catalog_loads_and_a_damaged_one_names_the_file(tmp_path: Path
         bad = tmp_path / name / f"{AWS}.gz"
         bad.parent.mkdir()
         bad.write_bytes(data)
-        with pytest.raises(InputError, match="cannot read the price catalog") as info:
+        with pytest.raises(InputError, match="damaged or truncated gzip data|not gzip data") as info:
             load_catalog(bad.parent)
         assert str(bad) in str(info.value)
 

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import csv
-import gzip
-import io
 import logging
-import zlib
 from collections import Counter
 from collections.abc import Generator, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from burster import textfile
 from burster.errors import InputError
 from burster.model import Demand
 
@@ -56,54 +53,17 @@ class Trace:
         return max((j.submitted_at for j in self.jobs), default=TRACE_EPOCH)
 
 
+TRACE_FILE = "trace file"
+
+
 def reject_folder(path: Path) -> None:
     """A clear InputError where a trace file is expected but ``path`` is a folder."""
-    if path.is_dir():
-        raise InputError(f"{path} is a folder, not a trace file; give the path of the file inside it")
-
-
-def open_binary(path: Path) -> gzip.GzipFile | io.BufferedReader:
-    """Open a (possibly gzip-compressed) file; a clear InputError if it is missing or a folder."""
-    reject_folder(path)
-    try:
-        return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
-    except FileNotFoundError:
-        raise InputError(f"trace file {path} does not exist") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open it ({exc.strerror or exc})") from None
-
-
-@contextmanager
-def reading(path: Path) -> Iterator[None]:
-    """Turn the errors of reading a damaged file into an InputError naming the file."""
-    try:
-        yield
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        if "Not a gzipped file" in str(exc):
-            raise InputError(f"{path}: not gzip data; drop the .gz from its name if it is plain text") from None
-        raise InputError(f"{path}: damaged or truncated gzip data ({exc}); copy or export it again") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    textfile.reject_folder(path, TRACE_FILE)
 
 
 def text_lines(path: Path) -> Generator[str, None, None]:
-    """The lines of a (possibly gzip-compressed) UTF-8 text file, without a leading BOM."""
-    with reading(path), open_binary(path) as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as fh:
-        try:
-            yield from fh
-        except UnicodeDecodeError:
-            raise InputError(f"{path}: not UTF-8 text ({_first_bad_byte(path)}); save it as UTF-8") from None
-
-
-def _first_bad_byte(path: Path) -> str:
-    """Where the first byte that is not UTF-8 is, e.g. "byte 0xff at line 2, byte 36 of the line"."""
-    with open_binary(path) as fh:
-        for number, line in enumerate(fh, 1):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                return f"byte 0x{line[exc.start]:02x} at line {number}, byte {exc.start + 1} of the line"
-    return "a byte sequence that is cut short"
+    """The lines of a (possibly gzip-compressed) UTF-8 trace file, without a leading BOM."""
+    return textfile.text_lines(path, TRACE_FILE)
 
 
 @dataclass(frozen=True)
