@@ -91,7 +91,7 @@ def test_a_gzipped_catalog_loads_and_a_damaged_one_names_the_file(tmp_path: Path
         bad = tmp_path / name / f"{AWS}.gz"
         bad.parent.mkdir()
         bad.write_bytes(data)
-        with pytest.raises(InputError, match="damaged or truncated gzip data|not gzip data") as info:
+        with pytest.raises(InputError, match=r"damaged or truncated gzip data|not gzip data") as info:
             load_catalog(bad.parent)
         assert str(bad) in str(info.value)
 
