@@ -15,6 +15,8 @@ from typing import Any
 from burster.cli import finite_float
 from burster.errors import ConfigError
 
+MAX_WORKERS = 64  # each worker is a whole Python process with the simulator loaded
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -77,8 +79,9 @@ def _check_numbers(args: argparse.Namespace) -> None:
     for n in args.pool_nodes or ():
         if n < 1:
             raise ConfigError(f"--pool-nodes must be at least 1 (8-GPU nodes); got {n}")
-    if args.workers < 1:
-        raise ConfigError(f"--workers must be at least 1; got {args.workers}")
+    if not 1 <= args.workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers must be in [1, {MAX_WORKERS}] (this machine has {os.cpu_count()} CPUs); "
+                          f"got {args.workers}")
     from burster.app import check_window
 
     check_window(args.days, args.start_day or 0.0)

@@ -210,7 +210,8 @@ def run_suite(settings: Sequence[Setting], policies: Sequence[str], sources: Sou
     out = SuiteResult()
     order = sorted(settings, key=lambda s: -s.jobs)
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
+    tasks = len(settings) * (len(policies) + 1)  # no more processes than tasks (a fork pool starts them all)
+    with ProcessPoolExecutor(max_workers=max(1, min(workers, tasks))) as pool:
         futures: dict[Future[Any], str] = {}
         for s in order:
             futures[pool.submit(run_bound, s, sources)] = f"bound {s.label}"

@@ -99,6 +99,9 @@ def test_spot_and_prices_files_are_used(tmp_path: Path, capsys: pytest.CaptureFi
     (["--spot", "/nonexistent/spot"], "--spot /nonexistent/spot does not exist"),
     (["--days", "0"], "--days must be in (0, 365]; got 0"),
     (["--estimate-error", "4"], "estimate error must be a lognormal sigma in [0, 3]"),
+    (["--workers", "1000"], "--workers must be in [1, 64]"),
+    (["--policies", ""], "unknown policy (none given) in --policies"),
+    (["--start-day", "5000"], "--start-day must be in [0, 3650]"),
 ])
 def test_bad_options_fail_with_a_clear_error(argv: list[str], message: str, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
