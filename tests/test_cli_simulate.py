@@ -178,3 +178,16 @@ def test_a_config_with_non_default_values_survives_the_option_overrides(tmp_path
     assert main(["simulate", "--demo", "--days", "0.5", "--pool-nodes", "4", "--config", str(config), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["policy"] == "greedy-spot" and out["pool_gpus"] == 32 and out["jobs"] > 0
+
+
+def test_a_job_that_never_starts_counts_in_the_waits_and_misses(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "jobs.csv"  # b needs 16 GPUs; reserved-only never bursts and the pool has 8
+    trace.write_text("job_id,submit_time,gpus,runtime_s,deadline,job_class\n"
+                     "a,2026-01-05T00:00:00Z,1,600,,\nb,2026-01-05T00:00:00Z,16,600,2026-01-05T06:00:00Z,strict\n"
+                     "c,2026-01-05T00:01:00Z,1,600,,\n")
+    assert main(["simulate", "--trace", str(trace), "--policy", "reserved-only", "--pool-nodes", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["jobs"], out["jobs_finished"], out["jobs_never_started"]) == (3, 2, 1)
+    assert out["wait_p50_s"] == 0 and out["wait_p99_s"] > 86_400  # b waited until the run ended
+    assert (out["deadline_misses"], out["hard_deadline_misses"]) == (1, 1)

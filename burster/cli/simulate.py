@@ -137,6 +137,8 @@ def _print_table(r: dict[str, Any]) -> None:
     t.add_column("value", justify="right")
     rows = [
         ("jobs (finished / started on cloud)", f"{r['jobs']} ({r['jobs_finished']} / {r['jobs_started_on_cloud']})"),
+        *([("jobs never started (waits counted to the end)", str(r["jobs_never_started"]))]
+          if r["jobs_never_started"] else []),
         ("cloud $ total", f"{r['cloud_usd']:,.2f}"),
         ("cloud $ spot / on-demand", f"{r['cloud_usd_spot']:,.2f} / {r['cloud_usd_on_demand']:,.2f}"),
         *[(f"cloud $ {k}", f"{v:,.2f}") for k, v in r["cloud_usd_by_provider"].items()],

@@ -25,7 +25,9 @@ def summarize(*, metrics: Any, ledger: Sequence[LedgerEntry], launches: int, pas
     for e in ledger:
         by_market[e.market] += float(e.usd)
         by_provider[e.provider] += float(e.usd)
-    waits = metrics.waits_s
+    unstarted = metrics.unstarted_waits_s()  # counted at what they had waited by the end of the run
+    waits = [*metrics.waits_s, *unstarted]
+    late, late_strict = metrics.overdue()
     return {
         "policy": policy,
         "trace": trace,
@@ -34,6 +36,7 @@ def summarize(*, metrics: Any, ledger: Sequence[LedgerEntry], launches: int, pas
         "jobs": metrics.jobs,
         "jobs_finished": metrics.finished_jobs,
         "jobs_started_on_cloud": metrics.started_on_cloud,
+        "jobs_never_started": len(unstarted),
         "cloud_usd": round(sum(by_market.values()), 2),
         "cloud_usd_spot": round(by_market.get("spot", 0.0), 2),
         "cloud_usd_on_demand": round(by_market.get("on_demand", 0.0), 2),
@@ -42,8 +45,8 @@ def summarize(*, metrics: Any, ledger: Sequence[LedgerEntry], launches: int, pas
         "wait_p50_s": percentile(waits, 50),
         "wait_p95_s": percentile(waits, 95),
         "wait_p99_s": percentile(waits, 99),
-        "deadline_misses": metrics.deadline_misses,
-        "hard_deadline_misses": metrics.hard_deadline_misses,
+        "deadline_misses": metrics.deadline_misses + late,
+        "hard_deadline_misses": metrics.hard_deadline_misses + late_strict,
         "preemptions": metrics.preemptions,
         "reclaims": metrics.reclaims,
         "lost_gpu_hours": round(metrics.lost_gpu_hours, 2),

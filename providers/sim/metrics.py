@@ -29,6 +29,7 @@ class PoolMetrics:
     busy_gpu_s: float = 0.0
     elapsed_s: float = 0.0
     window_end: datetime | None = None  # utilization counts only up to here (the arrival window)
+    _open: dict[str, Demand] = field(default_factory=dict)  # submitted and not finished
     _started: datetime | None = None
     _busy: int = 0
     _cloud: int = 0  # GPUs of cloud-running jobs the reserved pool could run
@@ -55,6 +56,7 @@ class PoolMetrics:
 
     def submitted(self, job: Demand) -> None:
         self.jobs += 1
+        self._open[job.job_id] = job
 
     def started(self, job: Demand, now: datetime, *, on_cloud: bool, runtime_s: float | None = None) -> None:
         """``runtime_s``: how long the job really runs, when that is not its estimate."""
@@ -70,9 +72,21 @@ class PoolMetrics:
 
     def finished(self, job: Demand, now: datetime) -> None:
         self.finished_jobs += 1
+        self._open.pop(job.job_id, None)
         if job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT and now > job.deadline:
             self.deadline_misses += 1
             self.hard_deadline_misses += job.job_class is JobClass.STRICT
+
+    def unstarted_waits_s(self) -> list[float]:
+        """How long each job that never started had waited when the run ended (a lower bound of its wait)."""
+        return [(self.now - j.submitted_at).total_seconds() for j in self._open.values()
+                if j.job_id not in self.first_start]
+
+    def overdue(self) -> tuple[int, int]:
+        """Deadline misses (all, strict) among jobs unfinished when the run ended, past their deadline."""
+        late = [j for j in self._open.values()
+                if j.deadline is not None and j.job_class is not JobClass.BEST_EFFORT and self.now > j.deadline]
+        return len(late), sum(j.job_class is JobClass.STRICT for j in late)
 
     def ran_on_cloud(self, job: Demand, run_s: float) -> None:
         self.cloud_gpu_hours += job.gpus * run_s / 3600.0
