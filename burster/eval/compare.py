@@ -234,6 +234,7 @@ def run_suite(settings: Sequence[Setting], policies: Sequence[str], sources: Sou
 RECORD_KEYS = ("trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s", "wait_p95_s", "wait_p99_s",
                "deadline_misses", "lower_bound_usd", "upper_bound_usd")
 SUMMARY_EXTRAS = ("cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses",
+                  "jobs_never_started",
                   "preemptions", "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours",
                   "stranded_gpu_hours", "launches", "onprem_utilization", "estimate_error", "pool_order",
                   "spot_source")

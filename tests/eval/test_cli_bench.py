@@ -23,7 +23,7 @@ ISSUE_KEYS = {"trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s",
 EXTRAS = {"cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses", "preemptions",
           "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours", "stranded_gpu_hours",
           "upper_bound_cloud_gpu_hours", "launches", "onprem_utilization", "ratio_to_lower_bound", "captured_savings",
-          "bound_status", "window", "estimate_error", "pool_order", "spot_source"}
+          "bound_status", "window", "estimate_error", "pool_order", "spot_source", "jobs_never_started"}
 
 
 def test_json_records_bounds_and_captured_savings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -37,7 +37,7 @@ def test_json_records_bounds_and_captured_savings(tmp_path: Path, capsys: pytest
     od = recs[1]
     for r in recs:
         assert set(r) == ISSUE_KEYS | EXTRAS
-        assert r["trace"] == trace.name and r["pool_gpus"] == 8 and r["seed"] == 0
+        assert r["trace"] == trace.name and r["pool_gpus"] == 8 and r["seed"] == 0 and r["jobs_never_started"] == 0
         lower, upper = r["lower_bound_usd"], r["upper_bound_usd"]
         assert lower is not None and upper is not None, r["bound_status"]
         assert lower <= upper
