@@ -10,7 +10,7 @@ from pathlib import Path
 
 from burster.catalog import load_catalog
 from burster.clock import FakeClock
-from burster.config import BursterConfig
+from burster.config import PROVIDERS, BursterConfig
 from burster.errors import ConfigError
 from burster.interfaces import Policy
 from burster.model import Demand, Market, Offering
@@ -32,7 +32,6 @@ from policies.rank import start_by
 from policies.reclaim import ReclaimParams
 from providers.sim.spot import SpotSeries, load_series, load_series_path, series_for, synthesize
 
-PROVIDERS = ("aws", "gcp", "azure")
 BUNDLED = Path(__file__).parent / "data"
 DEMO_TRACE = BUNDLED / "traces" / "philly_mix1_week_sample.csv.gz"
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from burster.config import PROVIDERS
 from burster.errors import InputError
 from burster.model import Market, Offering
 from burster.shared_data import shared_data_dir
@@ -213,7 +214,7 @@ def catalog_dir() -> Path:
     return shared if (shared / FILES["aws"]).exists() else BUNDLED_DIR
 
 
-def load_catalog(directory: Path | None = None, providers: Sequence[str] = ("aws", "gcp", "azure"),
+def load_catalog(directory: Path | None = None, providers: Sequence[str] = PROVIDERS,
                  ) -> list[Offering]:
     """All offerings of ``providers`` from a folder holding the SkyPilot-format CSVs (or one such file).
 

@@ -25,27 +25,17 @@ def _aws(folder: Path, *rows: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("row", "column", "raw"), [
-    ("p3.2xlarge,V100,1.0,8,61,nan,0.9,us-east-1,use1-az2\n", "Price", "nan"),
-    ("p3.2xlarge,V100,1.0,8,61,3.06,inf,us-east-1,use1-az2\n", "SpotPrice", "inf"),
-    ("p3.2xlarge,V100,-inf,8,61,3.06,0.9,us-east-1,use1-az2\n", "AcceleratorCount", "-inf"),
-    ("p3.2xlarge,V100,nan,8,61,3.06,0.9,us-east-1,use1-az2\n", "AcceleratorCount", "nan"),
-    ("p3.2xlarge,V100,inf,8,61,3.06,0.9,us-east-1,use1-az2\n", "AcceleratorCount", "inf"),
-])
-def test_a_non_finite_number_is_refused_at_its_row_and_column(tmp_path: Path, row: str, column: str,
-                                                               raw: str) -> None:
-    path = _aws(tmp_path, row)
-    with pytest.raises(InputError) as info:
-        load_catalog(tmp_path)
-    assert f"{path}: row 3, column {column!r}: {raw!r} is not a finite number" in str(info.value)
-
-
 @pytest.mark.parametrize(("row", "column", "message"), [
+    ("p3.2xlarge,V100,1.0,8,61,nan,0.9,us-east-1,use1-az2\n", "Price", "'nan' is not a finite number"),
+    ("p3.2xlarge,V100,1.0,8,61,3.06,inf,us-east-1,use1-az2\n", "SpotPrice", "'inf' is not a finite number"),
+    ("p3.2xlarge,V100,-inf,8,61,3.06,0.9,us-east-1,use1-az2\n", "AcceleratorCount", "'-inf' is not a finite number"),
+    ("p3.2xlarge,V100,nan,8,61,3.06,0.9,us-east-1,use1-az2\n", "AcceleratorCount", "'nan' is not a finite number"),
+    ("p3.2xlarge,V100,inf,8,61,3.06,0.9,us-east-1,use1-az2\n", "AcceleratorCount", "'inf' is not a finite number"),
     ("p3.2xlarge,V100,1e300,8,61,3.06,0.9,us-east-1,use1-az2\n", "AcceleratorCount", "1e300 is above the maximum 64"),
     ("p3.2xlarge,V100,1.0,8,61,1e300,0.9,us-east-1,use1-az2\n", "Price", "1e300 is above the maximum 10000"),
 ])
-def test_an_absurdly_large_number_is_refused_at_its_row_and_column(tmp_path: Path, row: str, column: str,
-                                                                   message: str) -> None:
+def test_a_non_finite_or_absurd_number_is_refused_at_its_row_and_column(tmp_path: Path, row: str, column: str,
+                                                                        message: str) -> None:
     path = _aws(tmp_path, row)
     with pytest.raises(InputError) as info:
         load_catalog(tmp_path)

@@ -66,9 +66,9 @@ class Controller:
             parts = urllib.parse.urlsplit(url)
             port = parts.port
         except ValueError:  # urllib's text may quote a piece of the password
-            raise ConfigError(f"--controller {_safe(url)!r} is not a valid URL (bad port or IPv6 address)") from None
+            raise ConfigError(f"--controller {redact(url)!r} is not a valid URL (bad port or IPv6 address)") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"--controller must be an http:// or https:// URL with a host, got {_safe(url)!r}")
+            raise ConfigError(f"--controller must be an http:// or https:// URL with a host, got {redact(url)!r}")
         host = parts.hostname + (f":{port}" if port else "")
         path = parts.path.rstrip("/") + INVENTORY_PATH
         self.url = urllib.parse.urlunsplit((parts.scheme, host, path, parts.query, ""))
@@ -92,11 +92,6 @@ class Controller:
             reason = getattr(err, "reason", None) or err
             raise TransientError(f"cannot reach the controller at {self.shown}: {reason}; check --controller "
                                  "and that the controller is running", provider="controller") from None
-
-
-def _safe(url: str) -> str:
-    """``url`` fit for a message: credentials and query string masked (``burster.redact``)."""
-    return redact(url)
 
 
 def _emit(controller: Controller | None) -> Callable[[dict[str, Any]], None]:

@@ -142,8 +142,9 @@ def _check_sources(args: argparse.Namespace) -> None:
 
 def _check_models(settings: list[Any], prices: Path | None) -> None:
     """Fail before any worker starts on a job whose GPU model neither the pool nor the catalog has."""
-    from burster.app import PROVIDERS, check_models
+    from burster.app import check_models
     from burster.catalog import load_catalog
+    from burster.config import PROVIDERS
     from burster.eval.compare import bench_config, cached_trace, window_jobs
 
     model = bench_config(1).pool.gpu_model
