@@ -64,6 +64,8 @@ class Pool(Protocol):
     - ``checkpoint``: ask the job on a node to checkpoint before ``deadline``; calling it again for
       the same node returns the ticket's current state (that is how it is polled).
     - ``drain``: stop new work landing on a node; its job requeues (keeping checkpointed work).
+    - ``hold``: keep an on-prem node for one job from ``start_at`` until it starts on-prem or ends,
+      or ``until`` passes; before ``start_at`` only jobs that end by then may use it (``Hold``).
     """
 
     def pending(self) -> Sequence[Demand]: ...
@@ -77,6 +79,8 @@ class Pool(Protocol):
     def checkpoint(self, node_id: str, deadline: datetime) -> CheckpointTicket: ...
 
     def drain(self, node_id: str) -> None: ...
+
+    def hold(self, node_id: str, job_id: str, start_at: datetime, until: datetime) -> None: ...
 
 
 class SignalSource(Protocol):

@@ -58,7 +58,20 @@ class Drain:
     reason: str
 
 
-Action = Launch | Terminate | Checkpoint | Drain
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """Keep an on-prem node for one job from ``start_at``: before it, the pool starts there only jobs
+    that end by then; from it, no other job, until that job starts on-prem or ends, or ``until``
+    passes (a Slurm reservation with a start time, which its backfill plans around)."""
+
+    node_id: str
+    job_id: str
+    start_at: datetime
+    until: datetime
+    reason: str
+
+
+Action = Launch | Terminate | Checkpoint | Drain | Hold
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,12 @@
-"""Reserved on-prem nodes with best-fit placement, bucketed by free GPUs for O(GPUs) lookups."""
+"""Reserved on-prem nodes with best-fit placement, bucketed by free GPUs for O(GPUs) lookups.
+
+A node may be held for one job from an instant on (``hold``, like a Slurm reservation with a start
+time): before it, other jobs may use the node only if they end by then."""
 
 from __future__ import annotations
+
+import math
+from dataclasses import replace
 
 from burster.model import Demand, PoolNode
 
@@ -16,6 +22,8 @@ class OnPremNodes:
         self.buckets: list[set[int]] = [set() for _ in range(gpus_per_node + 1)]
         self.buckets[gpus_per_node] = set(range(nodes))
         self._views = [PoolNode(self.node_id(i), gpu_model, gpus_per_node, gpus_per_node) for i in range(nodes)]
+        self.index = {v.node_id: i for i, v in enumerate(self._views)}
+        self.held: dict[int, tuple[str, float]] = {}  # node index -> (the job it is held for, from when)
 
     def node_id(self, index: int) -> str:
         return f"onprem-{index:04d}"
@@ -24,14 +32,17 @@ class OnPremNodes:
         return (not job.gpu_model or job.gpu_model == self.model) and job.gpus_per_node <= self.size \
             and job.nodes <= len(self.free)
 
-    def fit(self, job: Demand) -> tuple[tuple[int, int], ...] | None:
-        """Slots (node index, GPUs) for the whole gang now, or None. Best fit, lowest index first."""
+    def fit(self, job: Demand, now_ts: float = math.inf) -> tuple[tuple[int, int], ...] | None:
+        """Slots (node index, GPUs) for the whole gang now (``now_ts``), or None. Best fit, lowest
+        index first; a held node only for its job, or for one that ends before the hold starts."""
         if job.gpus > self.free_total or not self.can_ever_fit(job):
             return None
         need, per = job.nodes, job.gpus_per_node
         chosen: list[int] = []
         for f in range(per, self.size + 1):
             bucket = self.buckets[f]
+            if bucket and self.held:
+                bucket = {i for i in bucket if self._may_use(i, job, now_ts)}
             if bucket:
                 chosen += sorted(bucket)[: need - len(chosen)] if need > 1 else [min(bucket)]
                 if len(chosen) >= need:
@@ -60,7 +71,31 @@ class OnPremNodes:
         self.free_total += value - self.free[i]
         self.free[i] = value
         self.buckets[value].add(i)
-        self._views[i] = PoolNode(self._views[i].node_id, self.model, self.size, value)
+        self._views[i] = PoolNode(self._views[i].node_id, self.model, self.size, value, self.holder(i))
+
+    def _may_use(self, i: int, job: Demand, now_ts: float) -> bool:
+        hold = self.held.get(i)
+        return hold is None or hold[0] == job.job_id or now_ts + job.remaining_s <= hold[1]
+
+    def hold(self, i: int, job_id: str, start_ts: float) -> None:
+        self.held[i] = (job_id, start_ts)
+        self._views[i] = replace(self._views[i], held_for=job_id)
+
+    def holder(self, i: int) -> str:
+        hold = self.held.get(i)
+        return hold[0] if hold else ""
+
+    def release(self, job_id: str, i: int | None = None) -> bool:
+        """Release ``job_id``'s holds (only node ``i``'s when given); True if any was released."""
+        mine = [k for k, (j, _) in self.held.items() if j == job_id and (i is None or k == i)]
+        for k in mine:
+            del self.held[k]
+            self._views[k] = replace(self._views[k], held_for="")
+        return bool(mine)
+
+    def held_free(self, job_id: str = "") -> int:
+        """Free GPUs on nodes held for jobs other than ``job_id``."""
+        return sum(self.free[i] for i, (j, _) in self.held.items() if j != job_id)
 
     def pool_nodes(self) -> tuple[PoolNode, ...]:
         return tuple(self._views)

@@ -123,6 +123,20 @@ class SimPool:
             self._stop(b.job_id, preempted=False)
         self._dirty()
 
+    def hold(self, node_id: str, job_id: str, start_at: datetime, until: datetime) -> None:
+        """Keep reserved node ``node_id`` for ``job_id`` from ``start_at`` (before, only jobs that end
+        by then may use it) until the job starts on-prem or finishes, or ``until``."""
+        i = self.onprem.index.get(node_id)
+        if i is None or (job_id not in self.queue and job_id not in self.runs):
+            return  # not a reserved node, or the job is gone: nothing to hold for
+        self.onprem.hold(i, job_id, start_at.timestamp())
+        self.events.at(until, lambda t: self._expire(job_id, i))
+        self._dirty()
+
+    def _expire(self, job_id: str, i: int) -> None:
+        if self.onprem.release(job_id, i):
+            self._dirty()
+
     # --- arrivals and cloud node events (called by the simulated world/clouds) -------------------
     def submit(self, job: Demand, now: datetime) -> None:
         self.metrics.advance(now)
@@ -180,13 +194,13 @@ class SimPool:
                 scanned += 1
                 if scanned > self.backfill_depth or self.onprem.free_total == 0:
                     break
-            slots = self.onprem.fit(job)
+            slots = self.onprem.fit(job, now.timestamp())
             if slots is None:
                 if head_blocked is None:
                     head_blocked = job
                     shadow, extra = self._shadow(job, now)
                 continue
-            if head_blocked is not None:
+            if head_blocked is not None and not self._holds_all(job, slots):
                 ends = now + timedelta(seconds=job.remaining_s)
                 if ends.timestamp() > shadow and job.gpus > extra:
                     continue
@@ -198,7 +212,7 @@ class SimPool:
         """EASY backfill: when the head job can start, and GPUs spare at that time."""
         if not self.onprem.can_ever_fit(head):
             return math.inf, float(self.onprem.free_total)
-        free = self.onprem.free_total
+        free = self.onprem.free_total - self.onprem.held_free(head.job_id)
         for t, g in self._ends:
             free += g
             if free >= head.gpus:
@@ -228,9 +242,15 @@ class SimPool:
             if not idle:
                 return
 
+    def _holds_all(self, job: Demand, slots: tuple[tuple[int, int], ...]) -> bool:
+        """The slots are all on nodes held for ``job``: it starts there whatever the queue's head."""
+        return bool(self.onprem.held) and all(self.onprem.holder(i) == job.job_id for i, _ in slots)
+
     def _start(self, job: Demand, now: datetime, burst_ids: tuple[str, ...],
                slots: tuple[tuple[int, int], ...]) -> None:
         self._dequeue(job.job_id)
+        if slots and self.onprem.held:  # started on-prem: its holds are done (a cloud restart keeps them)
+            self.onprem.release(job.job_id)
         for node_id in burst_ids:
             self.burst[node_id].job_id = job.job_id
         self.onprem.take(slots)
@@ -251,6 +271,8 @@ class SimPool:
         now = run.started_at + timedelta(seconds=self._left_s(run.job))
         self.metrics.advance(now)
         self._release(run)
+        if self.onprem.held:
+            self.onprem.release(job_id)
         self.metrics.finished(run.job, now)
         self.schedule(now)
 

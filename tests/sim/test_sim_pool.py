@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -194,3 +195,64 @@ def test_a_ranked_queue_stays_in_rank_order_as_jobs_come_start_and_stop() -> Non
         assert queued == sorted(queued, key=lambda j: (-j.priority, j.start_by, j.submitted_at, j.job_id))
         assert {j.job_id for j in queued} == set(pool.queue)
     assert len(pool.pending()) > 20  # the queue grew long enough for the order to matter
+
+
+def _pool_with_two_half_full_nodes() -> SimPool:
+    """Two 8-GPU reserved nodes, each running a 4-GPU job (ending at 30 and 90 min)."""
+    pool = SimPool(EventQueue(), nodes=2, gpus_per_node=8, gpu_model="V100")
+    for name, minutes in (("s0", 30), ("filler", 0), ("s1", 90)):  # best fit: s0 and filler share a node
+        pool.submit(Demand(name, 4, T0, minutes * 60.0, gpu_model="V100"), T0)
+    pool.schedule(T0)
+    pool.events.run_until(T0)  # the filler ends at once
+    assert {p.job.job_id: p.node_ids for p in pool.running()} == {"s0": ("onprem-0000",), "s1": ("onprem-0001",)}
+    return pool
+
+
+def test_a_held_node_takes_only_the_job_it_is_held_for_even_behind_a_blocked_head() -> None:
+    pool = _pool_with_two_half_full_nodes()
+    pool.submit(Demand("big", 8, T0, 3600.0, gpu_model="V100"), T0)  # waits: no node has 8 free
+    pool.hold("onprem-0000", "big", T0 + timedelta(minutes=30), T0 + timedelta(hours=2))
+    assert pool.nodes()[0].held_for == "big"
+    pool.submit(Demand("head", 12, T0, 600.0, gpu_model="V100", nodes=2), T0)
+    pool.submit(Demand("short", 2, T0, 1200.0, gpu_model="V100"), T0)
+    pool.submit(Demand("long", 2, T0, 3600.0, gpu_model="V100"), T0)
+    pool.schedule(T0)
+    # backfill: "short" ends before the hold starts, so it may use the held node; "long" may not
+    running = {p.job.job_id: p.node_ids for p in pool.running()}
+    assert (running["short"], running["long"]) == (("onprem-0000",), ("onprem-0001",))
+    pool.events.run_until(T0 + timedelta(minutes=30))  # s0 and "short" end: the held node is empty
+    pool.schedule(T0 + timedelta(minutes=30))
+    running = {p.job.job_id: p.node_ids for p in pool.running()}
+    assert running["big"] == ("onprem-0000",)  # it starts there though "head" is ahead and blocked
+    assert "head" not in running
+    assert pool.nodes()[0].held_for == ""  # started on-prem: the hold is done
+
+
+def test_a_hold_ends_at_its_deadline_and_survives_a_restart_on_the_cloud() -> None:
+    pool = _pool_with_two_half_full_nodes()
+    pool.submit(Demand("big", 8, T0, 7200.0, gpu_model="V100"), T0)
+    pool.expect("big-node", replace(ON_DEMAND, gpus_per_node=8), "big")
+    pool.join("big-node")
+    pool.schedule(T0)
+    pool.hold("onprem-0000", "big", T0, T0 + timedelta(minutes=20))
+    pool.drain("big-node")  # stopped: back in the queue, then restarted on a new cloud node
+    pool.expect("big-node-2", replace(ON_DEMAND, gpus_per_node=8), "big")
+    pool.join("big-node-2")
+    pool.schedule(T0)
+    assert {p.job.job_id: p.node_ids for p in pool.running()}["big"] == ("big-node-2",)
+    assert pool.nodes()[0].held_for == "big"
+    pool.submit(Demand("other", 2, T0, 600.0, gpu_model="V100"), T0)
+    pool.schedule(T0)
+    assert {p.job.job_id: p.node_ids for p in pool.running()}["other"] == ("onprem-0001",)
+    pool.events.run_until(T0 + timedelta(minutes=20))  # the hold expires
+    assert pool.nodes()[0].held_for == ""
+    pool.submit(Demand("late", 4, T0, 600.0, gpu_model="V100"), T0 + timedelta(minutes=20))
+    pool.schedule(T0 + timedelta(minutes=20))
+    assert {p.job.job_id: p.node_ids for p in pool.running()}["late"] == ("onprem-0000",)
+
+
+def test_a_hold_for_a_gone_job_or_a_cloud_node_is_ignored() -> None:
+    pool = _pool_with_two_half_full_nodes()
+    pool.hold("onprem-0000", "nobody", T0, T0 + timedelta(hours=1))
+    pool.hold("big-node", "s0", T0, T0 + timedelta(hours=1))
+    assert [n.held_for for n in pool.nodes()] == ["", ""]
