@@ -63,6 +63,7 @@ class PolicyConfig(_Section):
     deadline_margin_s: float = Field(default=900.0, ge=0, le=86_400)
     prewarm: bool = True
     reclaim_to_onprem: bool = True
+    hold_nodes: bool = True
     consolidate: bool = True
 
 

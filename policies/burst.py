@@ -130,7 +130,7 @@ class _Room:
         self.queue = queue
         self.free: dict[str, list[int]] = {}
         for n in snapshot.pool_nodes:
-            self.free.setdefault(n.gpu_model, []).append(n.free_gpus)
+            self.free.setdefault(n.gpu_model, []).append(0 if n.held_for else n.free_gpus)
         self.pending: dict[str | None, int] = {}
         for j in snapshot.pending:
             model = queue.model_for(j)

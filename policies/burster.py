@@ -11,6 +11,7 @@ from policies.burst import BurstParams, burst
 from policies.consolidate import consolidate
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
+from policies.defrag import held_moves, hold_nodes
 from policies.guards import GuardParams, apply_guards, enforce_budget
 from policies.queue import ReservedQueue
 from policies.quiet import with_quiet_until
@@ -48,7 +49,12 @@ class BursterPolicy:
         if p.reclaim.move_back:
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
             back = move_back(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s)
+            back += held_moves(snapshot, self.cost, p.burst.deadline_margin_s)
             actions += [a for a in back if a.node_id not in busy]
+            if p.reclaim.hold_nodes:
+                moving = {a.job_id for a in back}
+                holds = hold_nodes(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s, wakes)
+                actions += [h for h in holds if h.job_id not in moving]
         if p.reclaim.consolidate:
             # protected nodes can't be checkpointed: launching a job's new nodes would only idle them
             keep = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain)) \

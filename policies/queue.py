@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import datetime
 
 from burster.model import Demand, Placement, PoolNode
@@ -31,7 +32,8 @@ class ReservedQueue:
         free: dict[str, int] = defaultdict(int)
         for n in pool_nodes:
             self.total[n.gpu_model] += n.gpus
-            free[n.gpu_model] += n.free_gpus
+            if not n.held_for:  # a held node's free GPUs wait for the job it is held for
+                free[n.gpu_model] += n.free_gpus
             self.node_size[n.gpu_model] = max(self.node_size[n.gpu_model], n.gpus)
         ends: dict[str, list[tuple[float, int]]] = defaultdict(list)
         now_ts = now.timestamp()
@@ -50,6 +52,7 @@ class ReservedQueue:
                 cum.append(acc)
             self._times[model], self._cum[model] = times, cum
         self._queued: dict[str, int] = defaultdict(int)
+        self._held = _held_room_s(pool_nodes, running, now_ts)
 
     def _any_model(self) -> str:
         return max(self.total, key=lambda m: self.total[m]) if self.total else ""
@@ -62,10 +65,16 @@ class ReservedQueue:
         return model
 
     def expected_wait_s(self, job: Demand) -> float:
-        """Seconds until ``job`` would start on-prem if it queued behind what is queued so far."""
+        """Seconds until ``job`` would start on-prem if it queued behind what is queued so far (or
+        on nodes held for it, once they have room)."""
         model = self.model_for(job)
         if model is None:
             return INF
+        if job.job_id in self._held:
+            return min(self._held[job.job_id].room_s(job), self._projected_s(job, model))
+        return self._projected_s(job, model)
+
+    def _projected_s(self, job: Demand, model: str) -> float:
         need = self._queued[model] + job.gpus
         cum = self._cum[model]
         if need > cum[-1]:
@@ -101,3 +110,54 @@ class ReservedQueue:
         """GPUs free right now beyond what the queue is waiting for."""
         cum = self._cum.get(model)
         return max(cum[0] - self._queued[model], 0) if cum else 0
+
+
+class _HeldNodes:
+    """Nodes held for one job: free GPUs now and, per node, when running work ends."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, tuple[int, list[tuple[float, int]]]] = {}
+
+    def room_s(self, job: Demand) -> float:
+        """Seconds until ``job.nodes`` of these nodes have ``job.gpus_per_node`` free each."""
+        times = sorted(room_at_s(free, ends, job.gpus_per_node) for free, ends in self.nodes.values())
+        return times[job.nodes - 1] if len(times) >= job.nodes else INF
+
+
+def _held_room_s(pool_nodes: tuple[PoolNode, ...], running: tuple[Placement, ...],
+                 now_ts: float) -> dict[str, _HeldNodes]:
+    held: dict[str, _HeldNodes] = {}
+    for n in pool_nodes:
+        if n.held_for:
+            held.setdefault(n.held_for, _HeldNodes()).nodes[n.node_id] = (n.free_gpus, [])
+    if held:
+        ends = running_ends_by_node(running, now_ts, {node for h in held.values() for node in h.nodes})
+        for h in held.values():
+            h.nodes = {node: (free, ends.get(node, [])) for node, (free, _) in h.nodes.items()}
+    return held
+
+
+def running_ends_by_node(running: Sequence[Placement], now_ts: float,
+                         only: set[str] | None = None) -> dict[str, list[tuple[float, int]]]:
+    """Seconds from now until each on-prem job ends, with the GPUs it frees, per node (all, or
+    those in ``only``), soonest first."""
+    out: dict[str, list[tuple[float, int]]] = {}
+    for p in running:
+        if not p.on_cloud:
+            for node in p.node_ids:
+                if only is None or node in only:
+                    out.setdefault(node, []).append((max(p.ends_at_ts - now_ts, 0.0), p.job.gpus_per_node))
+    for evs in out.values():
+        evs.sort()
+    return out
+
+
+def room_at_s(free: int, ends: Sequence[tuple[float, int]], need: int) -> float:
+    """Seconds until a node with ``free`` GPUs and these job ends has ``need`` free (inf: never)."""
+    if free >= need:
+        return 0.0
+    for t, gpus in ends:
+        free += gpus
+        if free >= need:
+            return t
+    return INF

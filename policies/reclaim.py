@@ -30,6 +30,7 @@ class ReclaimParams:
     tick_s: float = 10.0
     move_back: bool = True
     consolidate: bool = True  # move cloud jobs to cheaper cloud capacity (policies/consolidate.py)
+    hold_nodes: bool = True  # hold reserved nodes that empty soon for cloud jobs (policies/defrag.py)
     requeue: Requeue = Requeue.SUBMISSION  # the pool's requeue order: decides who is ahead of a moved job
 
 
@@ -80,19 +81,19 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     its slack keeps ``margin_s`` after the pause (checkpoint write and restart).
     """
     out: list[Checkpoint] = []
-    free_by_node = {n.node_id: n.free_gpus for n in snapshot.pool_nodes}
+    free_by_node = {n.node_id: 0 if n.held_for else n.free_gpus for n in snapshot.pool_nodes}
     model_of = {n.node_id: n.gpu_model for n in snapshot.pool_nodes}
     free = {m: queue.free_gpus(m) for m in queue.total}
     if not any(v > 0 for v in free.values()):
         return out
-    leaving = _leaving(snapshot)
+    leaving = leaving_cloud(snapshot)
     for job in sorted(leaving, key=lambda j: (queue_key(j), j.job_id)):  # where they will land
         model = queue.model_for(job)
         slots = None if model is None else _fit(job.nodes, job.gpus_per_node, model, free_by_node, model_of)
         for node_id in slots or ():
             free_by_node[node_id] -= job.gpus_per_node
     owed = [*snapshot.pending, *leaving]
-    claims = _Claims(snapshot.pending, leaving, queue, requeue)
+    claims = Claims(snapshot.pending, leaving, queue, requeue)
     backfill = _Backfill(snapshot, owed, queue)
     ready = {n.node_id for n in snapshot.cloud_nodes
              if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
@@ -107,27 +108,36 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
         slots = _fit(p.job.nodes, p.job.gpus_per_node, model, free_by_node, model_of)
         if slots is None:
             continue
-        if _too_tight(p, snapshot.now, cost, margin_s):
+        if too_tight(p, snapshot.now, cost, margin_s):
             continue
-        remaining_h = p.remaining_s(snapshot.now) / 3600.0
-        saved = p.price_per_hour_usd * remaining_h
-        restart = cost.wait_cost_usd(p.job_now(snapshot.now), cost.p.restart_overhead_s, snapshot.now)
-        if saved <= restart + p.price_per_hour_usd * cost.p.restart_overhead_s / 3600.0:
+        saved = move_saving_usd(p, cost, snapshot.now)
+        if saved <= 0:
             continue
         free[model] -= p.job.gpus
         for node_id in slots:
             free_by_node[node_id] -= p.job.gpus_per_node
-        deadline = snapshot.now + timedelta(seconds=max(cost.p.restart_overhead_s, 60.0))
-        for node_id in p.node_ids:
-            out.append(Checkpoint(
-                node_id, p.job.job_id, deadline,
-                reason=(f"reserved GPUs free: move job {p.job.job_id} back on-prem, saving "
-                        f"${saved:.2f} of cloud at ${p.price_per_hour_usd:.2f}/h"),
-            ))
+        out += move_checkpoints(p, cost, snapshot.now, f"reserved GPUs free: move job {p.job.job_id} back on-prem, "
+                                f"saving ${saved:.2f} of cloud at ${p.price_per_hour_usd:.2f}/h")
     return out
 
 
-class _Claims:
+def move_saving_usd(p: Placement, cost: CostModel, now: datetime) -> float:
+    """Cloud $ a move back on-prem saves over the job's remaining run, net of the restart (its
+    billed time and wait value); <= 0 when it does not pay."""
+    saved = p.price_per_hour_usd * p.remaining_s(now) / 3600.0
+    restart = cost.wait_cost_usd(p.job_now(now), cost.p.restart_overhead_s, now)
+    if saved <= restart + p.price_per_hour_usd * cost.p.restart_overhead_s / 3600.0:
+        return 0.0
+    return saved
+
+
+def move_checkpoints(p: Placement, cost: CostModel, now: datetime, reason: str) -> list[Checkpoint]:
+    """The checkpoints that move cloud job ``p`` back to the pool's queue."""
+    deadline = now + timedelta(seconds=max(cost.p.restart_overhead_s, 60.0))
+    return [Checkpoint(node_id, p.job.job_id, deadline, reason=reason) for node_id in p.node_ids]
+
+
+class Claims:
     """GPUs per model owed ahead of a requeued job: every job already leaving the cloud (its
     checkpoint was started for those GPUs; putting an earlier job ahead of it would only send it
     back to the cloud), and the pending jobs the pool will put ahead of it."""
@@ -168,7 +178,7 @@ class _Backfill:
     shadow time) or uses only GPUs spare at that time."""
 
     def __init__(self, snapshot: Snapshot, owed: list[Demand], queue: ReservedQueue) -> None:
-        """``owed``: the pending jobs in queue order, then the jobs leaving the cloud (``_leaving``)."""
+        """``owed``: the pending jobs in queue order, then the jobs leaving the cloud (``leaving_cloud``)."""
         self.heads: dict[str, tuple[float, int]] = {}  # model -> (shadow s from now, spare GPUs)
         booting = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and not n.busy}
         for j in owed:
@@ -190,7 +200,7 @@ class _Backfill:
         return False
 
 
-def _too_tight(p: Placement, now: datetime, cost: CostModel, margin_s: float) -> bool:
+def too_tight(p: Placement, now: datetime, cost: CostModel, margin_s: float) -> bool:
     """A deadline job whose slack would fall under the margin if paused for a move. One its estimate
     says is late already may move: the pause cannot cost it a deadline it would meet (with wrong
     estimates, keeping such jobs on the cloud cost 67 % more: BENCHMARKS.md)."""
@@ -201,7 +211,7 @@ def _too_tight(p: Placement, now: datetime, cost: CostModel, margin_s: float) ->
     return 0 <= left < cost.p.checkpoint_write_s + cost.p.restart_overhead_s + margin_s
 
 
-def _leaving(snapshot: Snapshot) -> list[Demand]:
+def leaving_cloud(snapshot: Snapshot) -> list[Demand]:
     """Cloud jobs being stopped (checkpointing or draining) on their way to the pool's queue; not
     those moving to cloud nodes launched for them (a cheaper pool, on-demand): the pool waits for those."""
     stopping = {n.node_id for n in snapshot.cloud_nodes if n.state in (NodeState.CHECKPOINTING, NodeState.DRAINING)}

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from burster.app import build_policy, cost_model
 from burster.config import BursterConfig, load_config, parse_config
 from burster.errors import ConfigError
 from burster.model import Requeue
+from policies.burster import BursterPolicy
 
 
 def test_empty_config_gives_defaults() -> None:
@@ -57,3 +59,11 @@ def test_an_unknown_queue_order_lists_the_valid_ones() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config({"pool": {"order": "fifo"}})
     assert "pool.order" in str(info.value) and "'start_by' or 'submission'" in str(info.value)
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_policy_switches_reach_the_policy(hold: bool) -> None:
+    cfg = parse_config({"policy": {"hold_nodes": hold, "consolidate": not hold}})
+    policy = build_policy("burster", cfg, cost_model(cfg))
+    assert isinstance(policy, BursterPolicy)
+    assert (policy.params.reclaim.hold_nodes, policy.params.reclaim.consolidate) == (hold, not hold)

@@ -64,7 +64,9 @@ def demands(draw: st.DrawFn, prefix: str, count: int) -> tuple[Demand, ...]:
 @st.composite
 def snapshots(draw: st.DrawFn) -> Snapshot:
     offs = draw(offerings())
-    pool = tuple(PoolNode(f"onprem-{i}", "V100", 8, draw(st.integers(0, 8)))
+    # a node may be held for a job (running, pending or gone)
+    pool = tuple(PoolNode(f"onprem-{i}", "V100", 8, draw(st.integers(0, 8)),
+                          draw(st.sampled_from(["", "", "", "r0", "p1", "gone"])))
                  for i in range(draw(st.integers(0, 6))))
     pending = draw(demands("p", draw(st.integers(0, 12))))
     running_jobs = draw(demands("r", draw(st.integers(0, 6))))

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from burster.model import Snapshot
-from burster.plan import Checkpoint, Drain, Launch, Terminate
+from burster.plan import Checkpoint, Drain, Hold, Launch, Terminate
 from policies.baselines import OnDemandPolicy
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel
@@ -83,7 +83,7 @@ def test_gang_launches_are_all_or_nothing(snap: Snapshot) -> None:
 @SETTINGS
 @given(snapshots())
 def test_reserved_capacity_is_used_before_any_cloud_launch(snap: Snapshot) -> None:
-    free = {n.node_id: n.free_gpus for n in snap.pool_nodes}
+    free = {n.node_id: n.free_gpus for n in snap.pool_nodes if not n.held_for}  # held: for one job only
     plan = policy().decide(snap)
     launched_for = {a.job_id for a in plan.launches if a.job_id}
     # a pending job that fits on free reserved GPUs right now (alone, single node, V100 or any)
@@ -94,3 +94,15 @@ def test_reserved_capacity_is_used_before_any_cloud_launch(snap: Snapshot) -> No
             any(f >= job.gpus for f in free.values())
         if fits_now:
             assert job.job_id not in launched_for
+
+
+@SETTINGS
+@given(snapshots())
+def test_holds_are_on_free_reserved_nodes_for_cloud_jobs(snap: Snapshot) -> None:
+    unheld = {n.node_id for n in snap.pool_nodes if not n.held_for}
+    on_cloud = {p.job.job_id for p in snap.running if p.on_cloud}
+    holds = [a for a in policy().decide(snap).actions if isinstance(a, Hold)]
+    assert len({h.node_id for h in holds}) == len(holds), "a node is held for one job at most"
+    for h in holds:
+        assert h.node_id in unheld and h.job_id in on_cloud
+        assert snap.now < h.start_at < h.until

@@ -1,0 +1,174 @@
+"""Make room on-prem: hold reserved nodes for a cloud job that no node has room for yet.
+
+Small jobs finish at scattered times, so the pool can have many free GPUs and still no node with
+the eight a gang member needs: the cloud job stays on the cloud while reserved GPUs idle. When
+the nodes that empty first would free enough for it, soon enough, the rule holds them for the job,
+starting when they will have room (a Slurm reservation with a start time; before it, only jobs
+that end by then may use them), and once they have room the job moves back (``held_moves``:
+checkpoint, then the pool starts it on the held nodes whatever its queue's head).
+
+A hold pays when the cloud hours it saves (the job's price over its remaining run after the nodes
+empty, net of the restart) exceed the value of the GPUs the hold keeps idle until then, priced at
+the job's own per-GPU rate (what work displaced from them would pay on the cloud).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from functools import cached_property
+
+from burster.lifecycle import NodeState
+from burster.model import Demand, Placement, PoolNode, Requeue, Snapshot
+from burster.plan import Checkpoint, Hold
+from policies.cost import CostModel
+from policies.queue import ReservedQueue, room_at_s, running_ends_by_node
+from policies.reclaim import Claims, leaving_cloud, move_checkpoints, move_saving_usd, too_tight
+
+GRACE_S = 900.0  # a hold outlives the expected emptying by this much (estimates run late)
+
+
+def held_moves(snapshot: Snapshot, cost: CostModel, margin_s: float) -> list[Checkpoint]:
+    """Move back every cloud job whose held nodes now have room for all of its gang."""
+    held: dict[str, list[PoolNode]] = {}
+    for n in snapshot.pool_nodes:
+        if n.held_for:
+            held.setdefault(n.held_for, []).append(n)
+    if not held:
+        return []
+    out: list[Checkpoint] = []
+    for p in _movable(snapshot):
+        nodes = held.get(p.job.job_id)
+        if not nodes or sum(n.free_gpus >= p.job.gpus_per_node for n in nodes) < p.job.nodes:
+            continue
+        if too_tight(p, snapshot.now, cost, margin_s) or move_saving_usd(p, cost, snapshot.now) <= 0:
+            continue
+        out += move_checkpoints(p, cost, snapshot.now,
+                                f"reserved nodes held for job {p.job.job_id} have room: move it back on-prem")
+    return out
+
+
+def hold_nodes(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue, requeue: Requeue, margin_s: float,
+               wakes: list[datetime]) -> list[Hold]:
+    """Holds on the reserved nodes that empty first, for cloud jobs (most expensive first) that the
+    pool has free GPUs for, beyond what the jobs ahead of them are owed, but no node with room;
+    ``wakes`` gets the instant a declined hold would start to pay."""
+    now = snapshot.now
+    nodes = _FreeNodes(snapshot, queue, requeue)
+    out: list[Hold] = []
+    if not any(v > 0 for v in nodes.spare.values()):
+        return out  # no free reserved GPUs: nothing is fragmented
+    for p in sorted(_movable(snapshot), key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
+        model = queue.model_for(p.job)
+        if model is None or p.job.job_id in nodes.holders:
+            continue
+        emptying = nodes.emptying_first(p.job, model)
+        if emptying is None or too_tight(p, now, cost, margin_s):
+            continue
+        wait_s = emptying[-1][0]
+        saving, idle, pays_at = _hold_value(p, emptying, nodes, cost, now)
+        if saving <= idle:
+            if pays_at is not None:
+                wakes.append(pays_at)
+            continue
+        start_at = now + timedelta(seconds=wait_s)
+        for _, node in emptying:
+            nodes.take(node, model)
+            out.append(Hold(node, p.job.job_id, start_at, start_at + timedelta(seconds=GRACE_S), reason=(
+                f"hold {node} for cloud job {p.job.job_id} (${p.price_per_hour_usd:.2f}/h, "
+                f"{p.remaining_s(now) / 3600.0:.1f} h left): its running work ends in {wait_s / 60.0:.0f} min, "
+                f"then the job moves back, saving ${saving:.2f} for ${idle:.2f} of held GPUs")))
+    return out
+
+
+class _FreeNodes:
+    """The reserved nodes not held yet: free GPUs, running work's ends, and who is owed what."""
+
+    def __init__(self, snapshot: Snapshot, queue: ReservedQueue, requeue: Requeue) -> None:
+        self.snapshot, self.queue, self.requeue = snapshot, queue, requeue
+        self.holders = {n.held_for for n in snapshot.pool_nodes if n.held_for}
+        self.free = {n.node_id: n.free_gpus for n in snapshot.pool_nodes if not n.held_for}
+        self.model_of = {n.node_id: n.gpu_model for n in snapshot.pool_nodes}
+        self.spare = {m: queue.free_gpus(m) for m in queue.total}
+        self._rooms: dict[tuple[str, int], list[tuple[float, str]]] = {}
+        self._room_now: dict[tuple[str, int], int] = {}
+
+    @cached_property
+    def ends(self) -> dict[str, list[tuple[float, int]]]:
+        return running_ends_by_node(self.snapshot.running, self.snapshot.now.timestamp())
+
+    @cached_property
+    def claims(self) -> Claims:
+        return Claims(self.snapshot.pending, leaving_cloud(self.snapshot), self.queue, self.requeue)
+
+    def emptying_first(self, job: Demand, model: str) -> list[tuple[float, str]] | None:
+        """(seconds until it has room, node) for the gang's nodes that have room soonest; None if
+        the job fits now (move-back's call), the free GPUs are owed to jobs ahead of it (not
+        fragmentation), or too few nodes ever have room."""
+        spare = self.spare.get(model, 0)
+        if spare < job.gpus or self._with_room(model, job.gpus_per_node) >= job.nodes:
+            return None
+        if spare - self.claims.ahead_of(job, model) < job.gpus:
+            return None
+        key = (model, job.gpus_per_node)
+        if key not in self._rooms:
+            self._rooms[key] = sorted((room_at_s(f, self.ends.get(node, ()), job.gpus_per_node), node)
+                                      for node, f in self.free.items() if self.model_of[node] == model)
+        chosen = list(itertools.islice((r for r in self._rooms[key] if r[1] in self.free), job.nodes))
+        if len(chosen) < job.nodes or chosen[-1][0] == math.inf:
+            return None
+        return chosen
+
+    def _with_room(self, model: str, per: int) -> int:
+        """How many free nodes of ``model`` have ``per`` GPUs free now."""
+        key = (model, per)
+        if key not in self._room_now:
+            self._room_now[key] = sum(f >= per for node, f in self.free.items() if self.model_of[node] == model)
+        return self._room_now[key]
+
+    def take(self, node: str, model: str) -> None:
+        self.spare[model] -= self.free.pop(node)
+        self._room_now.clear()
+
+
+def _hold_value(p: Placement, emptying: list[tuple[float, str]], nodes: _FreeNodes, cost: CostModel,
+                now: datetime) -> tuple[float, float, datetime | None]:
+    """What holding these nodes saves (the cloud hours after they have room, net of the restart),
+    what it costs (their GPUs kept idle until then, at the job's per-GPU rate), and, when it does
+    not pay yet, the instant it would (the idle cost shrinks as the clock nears the first end)."""
+    wait_s = emptying[-1][0]
+    restart_s = cost.p.restart_overhead_s
+    saving = (p.price_per_hour_usd * (p.remaining_s(now) - wait_s - restart_s) / 3600.0
+              - cost.wait_cost_usd(p.job_now(now), restart_s, now))
+    per_gpu_s = p.price_per_hour_usd / p.job.gpus / 3600.0
+    idle = per_gpu_s * sum(_idle_gpu_s(nodes.free[n], nodes.ends.get(n, ()), wait_s) for _, n in emptying)
+    if saving > idle or saving <= 0:
+        return saving, idle, None
+    gpus_now = sum(nodes.free[n] for _, n in emptying)
+    first_end = min(_first_end_s(nodes.ends.get(n, ())) for _, n in emptying)
+    pays_in = (idle - saving) / (gpus_now * per_gpu_s) if gpus_now else math.inf
+    return saving, idle, now + timedelta(seconds=math.ceil(pays_in)) if pays_in < first_end else None
+
+
+def _movable(snapshot: Snapshot) -> list[Placement]:
+    """Cloud jobs on nodes that are all up and not being stopped."""
+    ready = {n.node_id for n in snapshot.cloud_nodes
+             if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
+    return [p for p in snapshot.running if p.on_cloud and all(i in ready for i in p.node_ids)]
+
+
+def _idle_gpu_s(free: int, ends: Sequence[tuple[float, int]], until_s: float) -> float:
+    """GPU-seconds a held node keeps idle until ``until_s``: its free GPUs, growing as jobs end."""
+    total, t0 = 0.0, 0.0
+    for t, gpus in ends:
+        if t >= until_s:
+            break
+        total += free * (t - t0)
+        free, t0 = free + gpus, t
+    return total + free * (until_s - t0)
+
+
+def _first_end_s(ends: Sequence[tuple[float, int]]) -> float:
+    return ends[0][0] if ends else math.inf
