@@ -52,7 +52,9 @@ class ReservedQueue:
                 cum.append(acc)
             self._times[model], self._cum[model] = times, cum
         self._queued: dict[str, int] = defaultdict(int)
-        self._held = _held_room_s(pool_nodes, running, now_ts)
+        self._holders = {n.held_for for n in pool_nodes if n.held_for}
+        self._held: dict[str, _HeldNodes] | None = None  # built when a holder is first asked about
+        self._pool_nodes, self._running, self._now_ts = pool_nodes, running, now_ts
 
     def _any_model(self) -> str:
         return max(self.total, key=lambda m: self.total[m]) if self.total else ""
@@ -70,7 +72,9 @@ class ReservedQueue:
         model = self.model_for(job)
         if model is None:
             return INF
-        if job.job_id in self._held:
+        if job.job_id in self._holders:
+            if self._held is None:
+                self._held = _held_room_s(self._pool_nodes, self._running, self._now_ts)
             return min(self._held[job.job_id].room_s(job), self._projected_s(job, model))
         return self._projected_s(job, model)
 
