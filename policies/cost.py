@@ -146,12 +146,13 @@ class CostModel:
         return p_miss * self.p.deadline_miss_usd * (1.0 if job.job_class is JobClass.STRICT else 0.25)
 
     # --- waiting -------------------------------------------------------------------------------
-    def wait_cost_usd(self, job: Demand, wait_s: float, now: datetime) -> float:
-        """$ cost of making ``job`` wait ``wait_s`` more seconds before it starts."""
+    def wait_cost_usd(self, job: Demand, wait_s: float, now: datetime, *, deadline: bool = True) -> float:
+        """$ cost of making ``job`` wait ``wait_s`` more seconds before it starts (without the
+        deadline-miss term when ``deadline`` is False: a lower bound that needs no remaining work)."""
         if wait_s <= 0:
             return 0.0
         value = job.gpus * (wait_s / 3600.0) * self.p.wait_value_usd_per_gpu_hour * (1 + job.priority)
-        if job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT:
+        if deadline and job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT:
             late_now_s = (now - job.deadline).total_seconds() + job.remaining_s
             if late_now_s <= 0 < late_now_s + wait_s:  # the wait, not the past, makes it miss
                 weight = 1.0 if job.job_class is JobClass.STRICT else 0.25

@@ -11,6 +11,7 @@ decision, not a schedule.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -31,26 +32,25 @@ class ReservedQueue:
         self.node_size: dict[str, int] = defaultdict(int)
         free: dict[str, int] = defaultdict(int)
         for n in pool_nodes:
-            self.total[n.gpu_model] += n.gpus
+            model = n.gpu_model
+            self.total[model] += n.gpus
             if not n.held_for:  # a held node's free GPUs wait for the job it is held for
-                free[n.gpu_model] += n.free_gpus
-            self.node_size[n.gpu_model] = max(self.node_size[n.gpu_model], n.gpus)
+                free[model] += n.free_gpus
+            if n.gpus > self.node_size[model]:
+                self.node_size[model] = n.gpus
         ends: dict[str, list[tuple[float, int]]] = defaultdict(list)
         now_ts = now.timestamp()
         any_model = self._any_model()
         for p in running:
             if not p.on_cloud:
-                ends[p.job.gpu_model or any_model].append((max(p.ends_at_ts - now_ts, 0.0), p.job.gpus))
+                left = p.ends_at_ts - now_ts
+                ends[p.job.gpu_model or any_model].append((left if left > 0.0 else 0.0, p.job.gpus))
         self._times: dict[str, list[float]] = {}
         self._cum: dict[str, list[int]] = {}
         for model in self.total:
             evs = sorted(ends.get(model, []))
-            times, cum, acc = [0.0], [free[model]], free[model]
-            for t, g in evs:
-                acc += g
-                times.append(t)
-                cum.append(acc)
-            self._times[model], self._cum[model] = times, cum
+            self._times[model] = [0.0, *(t for t, _ in evs)]
+            self._cum[model] = list(itertools.accumulate((g for _, g in evs), initial=free[model]))
         self._queued: dict[str, int] = defaultdict(int)
         self._holders = {n.held_for for n in pool_nodes if n.held_for}
         self._held: dict[str, _HeldNodes] | None = None  # built when a holder is first asked about

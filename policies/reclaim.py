@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, JobClass, Node, Placement, QueueKey, Requeue, Snapshot, queue_key
+from burster.model import Demand, JobClass, Node, Placement, PoolNode, QueueKey, Requeue, Snapshot, queue_key
 from burster.plan import Action, Checkpoint, Terminate, request_id
 from policies.cost import BILLING, DEFAULT_BILLING, CostModel
 from policies.deadline import launched_for_running
@@ -81,17 +82,16 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     its slack keeps ``margin_s`` after the pause (checkpoint write and restart).
     """
     out: list[Checkpoint] = []
-    free_by_node = {n.node_id: 0 if n.held_for else n.free_gpus for n in snapshot.pool_nodes}
-    model_of = {n.node_id: n.gpu_model for n in snapshot.pool_nodes}
     free = {m: queue.free_gpus(m) for m in queue.total}
     if not any(v > 0 for v in free.values()):
         return out
+    nodes = _NodeRoom(snapshot.pool_nodes)
     leaving = leaving_cloud(snapshot)
     for job in sorted(leaving, key=lambda j: (queue_key(j), j.job_id)):  # where they will land
         model = queue.model_for(job)
-        slots = None if model is None else _fit(job.nodes, job.gpus_per_node, model, free_by_node, model_of)
+        slots = None if model is None else nodes.fit(job.nodes, job.gpus_per_node, model)
         for node_id in slots or ():
-            free_by_node[node_id] -= job.gpus_per_node
+            nodes.take(node_id, job.gpus_per_node)
     owed = [*snapshot.pending, *leaving]
     claims = Claims(snapshot.pending, leaving, queue, requeue)
     backfill = _Backfill(snapshot, owed, queue)
@@ -105,17 +105,17 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
         if free.get(model, 0) - claims.ahead_of(p.job, model) < p.job.gpus and \
                 not backfill.admits(p, model, free.get(model, 0), cost.p.restart_overhead_s, snapshot.now):
             continue
-        slots = _fit(p.job.nodes, p.job.gpus_per_node, model, free_by_node, model_of)
-        if slots is None:
-            continue
         if too_tight(p, snapshot.now, cost, margin_s):
             continue
         saved = move_saving_usd(p, cost, snapshot.now)
         if saved <= 0:
             continue
+        slots = nodes.fit(p.job.nodes, p.job.gpus_per_node, model)
+        if slots is None:
+            continue
         free[model] -= p.job.gpus
         for node_id in slots:
-            free_by_node[node_id] -= p.job.gpus_per_node
+            nodes.take(node_id, p.job.gpus_per_node)
         out += move_checkpoints(p, cost, snapshot.now, f"reserved GPUs free: move job {p.job.job_id} back on-prem, "
                                 f"saving ${saved:.2f} of cloud at ${p.price_per_hour_usd:.2f}/h")
     return out
@@ -124,9 +124,12 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
 def move_saving_usd(p: Placement, cost: CostModel, now: datetime) -> float:
     """Cloud $ a move back on-prem saves over the job's remaining run, net of the restart (its
     billed time and wait value); <= 0 when it does not pay."""
+    restart_s = cost.p.restart_overhead_s
     saved = p.price_per_hour_usd * p.remaining_s(now) / 3600.0
-    restart = cost.wait_cost_usd(p.job_now(now), cost.p.restart_overhead_s, now)
-    if saved <= restart + p.price_per_hour_usd * cost.p.restart_overhead_s / 3600.0:
+    billed = p.price_per_hour_usd * restart_s / 3600.0
+    if saved <= billed + cost.wait_cost_usd(p.job, restart_s, now, deadline=False):
+        return 0.0  # a lower bound of the restart's cost already eats the saving
+    if saved <= billed + cost.wait_cost_usd(p.job_now(now), restart_s, now):
         return 0.0
     return saved
 
@@ -221,9 +224,28 @@ def leaving_cloud(snapshot: Snapshot) -> list[Demand]:
 
 
 
-def _fit(members: int, gpus_each: int, model: str, free_by_node: dict[str, int],
-         model_of: dict[str, str]) -> list[str] | None:
-    """Pool nodes (best fit: fewest free GPUs first) for each gang member, or None if it does not fit."""
-    fitting = sorted((free, node_id) for node_id, free in free_by_node.items()
-                     if model_of[node_id] == model and free >= gpus_each)
-    return [node_id for _, node_id in fitting[:members]] if len(fitting) >= members else None
+class _NodeRoom:
+    """Free GPUs per reserved node (a held node has none for others), with a count of nodes per
+    model and free-GPU level so that most fit checks need no scan of the nodes."""
+
+    def __init__(self, pool_nodes: Sequence[PoolNode]) -> None:
+        self.free = {n.node_id: 0 if n.held_for else n.free_gpus for n in pool_nodes}
+        self.model_of = {n.node_id: n.gpu_model for n in pool_nodes}
+        self.levels: dict[str, Counter[int]] = {}
+        for node_id, f in self.free.items():
+            self.levels.setdefault(self.model_of[node_id], Counter())[f] += 1
+
+    def fit(self, members: int, gpus_each: int, model: str) -> list[str] | None:
+        """Pool nodes (best fit: fewest free GPUs first) for each gang member, or None if it does not fit."""
+        levels = self.levels.get(model)
+        if levels is None or sum(c for f, c in levels.items() if f >= gpus_each) < members:
+            return None
+        fitting = sorted((free, node_id) for node_id, free in self.free.items()
+                         if self.model_of[node_id] == model and free >= gpus_each)
+        return [node_id for _, node_id in fitting[:members]]
+
+    def take(self, node_id: str, gpus: int) -> None:
+        levels = self.levels[self.model_of[node_id]]
+        levels[self.free[node_id]] -= 1
+        self.free[node_id] -= gpus
+        levels[self.free[node_id]] += 1
