@@ -144,8 +144,10 @@ def test_holds_reserve_the_nodes_that_have_room_soonest_for_whole_gangs(snap: Sn
         job = cloud[job_id]
         assert len(hs) == job.nodes  # the whole gang or nothing
         assert len({h.start_at for h in hs}) == 1 and hs[0].start_at > NOW
-        # only when the free GPUs would cover it and no node has room for it now
-        assert sum(free.values()) >= job.gpus and sum(f >= 8 for f in free.values()) < job.nodes
+        # only when the free GPUs would cover it and no node left unheld has room for it now
+        held = {h.node_id for h in got}
+        assert sum(free.values()) >= job.gpus
+        assert sum(f >= 8 for node, f in free.items() if node not in held) < job.nodes
         for h in hs:  # each held node has room for a gang member once the hold starts
             freed = sum(p.job.gpus for p in snap.running if not p.on_cloud and h.node_id in p.node_ids
                         and p.ends_at_ts <= h.start_at.timestamp() + 1e-6)
