@@ -150,6 +150,8 @@ def _print_table(r: dict[str, Any]) -> None:
         ("GPU-hours run on burst nodes", f"{r['cloud_gpu_hours']:,.1f}"),
         ("GPU-hours queued again after a stop", f"{r['requeued_wait_gpu_hours']:,.1f}"),
         ("reserved GPU-hours idle beside cloud runs", f"{r['stranded_gpu_hours']:,.1f}"),
+        ("reserved nodes held (job came / expired)",
+         f"{r['node_holds']} ({r['node_holds_landed']} / {r['node_holds_expired']})"),
         ("nodes launched", str(r["launches"])),
         ("reconcile passes / wall time", f"{r['reconcile_passes']} / {r['wall_s']:.1f}s"),
         ("spot availability from", r["spot_source"]),

@@ -22,6 +22,9 @@ class PoolMetrics:
     hard_deadline_misses: int = 0
     preemptions: int = 0
     reclaims: int = 0
+    node_holds: int = 0  # reserved nodes held for a job (``Hold``)
+    node_holds_landed: int = 0  # ... released because that job started on-prem
+    node_holds_expired: int = 0  # ... that ran out before the job came
     lost_gpu_hours: float = 0.0
     cloud_gpu_hours: float = 0.0  # GPU-hours jobs ran on burst nodes (lost work included)
     requeued_wait_gpu_hours: float = 0.0  # GPU-hours started jobs spent back in the queue after a stop

@@ -85,13 +85,13 @@ class OnPremNodes:
         hold = self.held.get(i)
         return hold[0] if hold else ""
 
-    def release(self, job_id: str, i: int | None = None) -> bool:
-        """Release ``job_id``'s holds (only node ``i``'s when given); True if any was released."""
+    def release(self, job_id: str, i: int | None = None) -> int:
+        """Release ``job_id``'s holds (only node ``i``'s when given); how many were released."""
         mine = [k for k, (j, _) in self.held.items() if j == job_id and (i is None or k == i)]
         for k in mine:
             del self.held[k]
             self._views[k] = replace(self._views[k], held_for="")
-        return bool(mine)
+        return len(mine)
 
     def held_free(self, job_id: str = "") -> int:
         """Free GPUs on nodes held for jobs other than ``job_id``."""

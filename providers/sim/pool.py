@@ -76,6 +76,7 @@ class SimPool:
         self._ends: list[tuple[float, int]] = []  # (ends_ts, gpus) of on-prem runs, sorted
         self._changed = True  # queue, runs or burst nodes changed since the last schedule()
         self._cloud_gpus = 0  # GPUs of cloud-running jobs the reserved nodes could run (stranded-capacity KPI)
+        self._hold_until: dict[int, datetime] = {}  # reserved node index -> when its hold runs out
 
     # --- Pool protocol -------------------------------------------------------------------------
     def pending(self) -> Sequence[Demand]:
@@ -129,12 +130,18 @@ class SimPool:
         i = self.onprem.index.get(node_id)
         if i is None or (job_id not in self.queue and job_id not in self.runs):
             return  # not a reserved node, or the job is gone: nothing to hold for
+        if self.onprem.holder(i) != job_id:
+            self.metrics.node_holds += 1
         self.onprem.hold(i, job_id, start_at.timestamp())
-        self.events.at(until, lambda t: self._expire(job_id, i))
+        self._hold_until[i] = until
+        self.events.at(until, lambda t: self._expire(job_id, i, until))
         self._dirty()
 
-    def _expire(self, job_id: str, i: int) -> None:
+    def _expire(self, job_id: str, i: int, until: datetime) -> None:
+        if self._hold_until.get(i) != until:
+            return  # held again since, with another end
         if self.onprem.release(job_id, i):
+            self.metrics.node_holds_expired += 1
             self._dirty()
 
     # --- arrivals and cloud node events (called by the simulated world/clouds) -------------------
@@ -250,7 +257,7 @@ class SimPool:
                slots: tuple[tuple[int, int], ...]) -> None:
         self._dequeue(job.job_id)
         if slots and self.onprem.held:  # started on-prem: its holds are done (a cloud restart keeps them)
-            self.onprem.release(job.job_id)
+            self.metrics.node_holds_landed += self.onprem.release(job.job_id)
         for node_id in burst_ids:
             self.burst[node_id].job_id = job.job_id
         self.onprem.take(slots)

@@ -33,7 +33,7 @@ def jobs() -> list[Demand]:
             job("big", 8, 6, 360), *(job(f"x{i}", 1, 20 + 5 * i, 300) for i in range(4))]
 
 
-def simulate(*, hold: bool) -> tuple[Reconciler, list[str]]:
+def simulate(*, hold: bool) -> tuple[Reconciler, list[str], SimWorld]:
     clock = FakeClock(T0)
     world = SimWorld(clock=clock, jobs=jobs(), offerings=[OD8], providers=["aws"], pool_nodes=2,
                      gpus_per_node=8, gpu_model="V100")
@@ -48,22 +48,24 @@ def simulate(*, hold: bool) -> tuple[Reconciler, list[str]]:
 
     run(world, rec, clock, tick_s=10.0, end=T0 + timedelta(days=1), on_pass=on_pass)
     assert world.pool.metrics.finished_jobs == len(jobs())
-    return rec, decisions
+    return rec, decisions, world
 
 
 def test_a_held_node_brings_the_cloud_job_back_when_it_empties() -> None:
-    rec, decisions = simulate(hold=True)
+    rec, decisions, world = simulate(hold=True)
     (node,) = rec.state.ledger  # the 8-GPU job's one cloud node
     assert node.start <= T0 + timedelta(minutes=7)
     assert node.end <= T0 + timedelta(minutes=65)  # a ends at 60 min: the job moved back then
     assert any("hold: hold onprem-0000 for cloud job big" in d for d in decisions)
     assert any("held for job big have room" in d for d in decisions)
+    m = world.pool.metrics
+    assert (m.node_holds, m.node_holds_landed, m.node_holds_expired) == (1, 1, 0)
 
 
 def test_without_the_hold_the_arrivals_fill_the_emptying_node_and_the_job_stays_on_the_cloud() -> None:
-    held, _ = simulate(hold=True)
-    rec, decisions = simulate(hold=False)
+    held, _, _ = simulate(hold=True)
+    rec, decisions, world = simulate(hold=False)
     (node,) = rec.state.ledger
     assert node.end - node.start >= timedelta(hours=5)  # until the arrivals on its node end
-    assert not any("hold:" in d for d in decisions)
+    assert not any("hold:" in d for d in decisions) and world.pool.metrics.node_holds == 0
     assert held.state.spent_usd < 0.25 * rec.state.spent_usd

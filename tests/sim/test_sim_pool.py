@@ -226,6 +226,8 @@ def test_a_held_node_takes_only_the_job_it_is_held_for_even_behind_a_blocked_hea
     assert running["big"] == ("onprem-0000",)  # it starts there though "head" is ahead and blocked
     assert "head" not in running
     assert pool.nodes()[0].held_for == ""  # started on-prem: the hold is done
+    m = pool.metrics
+    assert (m.node_holds, m.node_holds_landed, m.node_holds_expired) == (1, 1, 0)
 
 
 def test_a_hold_ends_at_its_deadline_and_survives_a_restart_on_the_cloud() -> None:
@@ -246,6 +248,7 @@ def test_a_hold_ends_at_its_deadline_and_survives_a_restart_on_the_cloud() -> No
     assert {p.job.job_id: p.node_ids for p in pool.running()}["other"] == ("onprem-0001",)
     pool.events.run_until(T0 + timedelta(minutes=20))  # the hold expires
     assert pool.nodes()[0].held_for == ""
+    assert (pool.metrics.node_holds, pool.metrics.node_holds_expired) == (1, 1)
     pool.submit(Demand("late", 4, T0, 600.0, gpu_model="V100"), T0 + timedelta(minutes=20))
     pool.schedule(T0 + timedelta(minutes=20))
     assert {p.job.job_id: p.node_ids for p in pool.running()}["late"] == ("onprem-0000",)
@@ -256,3 +259,15 @@ def test_a_hold_for_a_gone_job_or_a_cloud_node_is_ignored() -> None:
     pool.hold("onprem-0000", "nobody", T0, T0 + timedelta(hours=1))
     pool.hold("big-node", "s0", T0, T0 + timedelta(hours=1))
     assert [n.held_for for n in pool.nodes()] == ["", ""]
+
+
+def test_a_hold_renewed_for_longer_is_not_cut_short_by_the_first_ones_end() -> None:
+    pool = _pool_with_two_half_full_nodes()
+    pool.submit(Demand("big", 12, T0, 3600.0, gpu_model="V100", nodes=2), T0)  # 6 + 6: waits for s1
+    pool.hold("onprem-0001", "big", T0, T0 + timedelta(minutes=20))
+    pool.hold("onprem-0001", "big", T0, T0 + timedelta(minutes=40))
+    pool.events.run_until(T0 + timedelta(minutes=25))
+    assert pool.nodes()[1].held_for == "big"
+    pool.events.run_until(T0 + timedelta(minutes=40))
+    assert pool.nodes()[1].held_for == ""
+    assert (pool.metrics.node_holds, pool.metrics.node_holds_expired) == (1, 1)
