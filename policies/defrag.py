@@ -20,26 +20,30 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from functools import cached_property
 
-from burster.lifecycle import NodeState
-from burster.model import Demand, Placement, PoolNode, Requeue, Snapshot
+from burster.model import Demand, Placement, Requeue, Snapshot
 from burster.plan import Checkpoint, Hold
 from policies.cost import CostModel
-from policies.queue import ReservedQueue, room_at_s, running_ends_by_node
-from policies.reclaim import Claims, leaving_cloud, move_checkpoints, move_saving_usd, too_tight
+from policies.queue import ReservedQueue, held_by_job, room_at_s, running_ends_by_node
+from policies.reclaim import (
+    Claims,
+    NodeRoom,
+    leaving_cloud,
+    movable_cloud,
+    move_checkpoints,
+    move_saving_usd,
+    too_tight,
+)
 
 GRACE_S = 900.0  # a hold outlives the expected emptying by this much (estimates run late)
 
 
 def held_moves(snapshot: Snapshot, cost: CostModel, margin_s: float) -> list[Checkpoint]:
     """Move back every cloud job whose held nodes now have room for all of its gang."""
-    held: dict[str, list[PoolNode]] = {}
-    for n in snapshot.pool_nodes:
-        if n.held_for:
-            held.setdefault(n.held_for, []).append(n)
+    held = held_by_job(snapshot.pool_nodes)
     if not held:
         return []
     out: list[Checkpoint] = []
-    for p in _movable(snapshot):
+    for p in movable_cloud(snapshot):
         nodes = held.get(p.job.job_id)
         if not nodes or sum(n.free_gpus >= p.job.gpus_per_node for n in nodes) < p.job.nodes:
             continue
@@ -51,18 +55,19 @@ def held_moves(snapshot: Snapshot, cost: CostModel, margin_s: float) -> list[Che
 
 
 def hold_nodes(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue, requeue: Requeue, margin_s: float,
-               wakes: list[datetime]) -> list[Hold]:
-    """Holds on the reserved nodes that empty first, for cloud jobs (most expensive first) that the
-    pool has free GPUs for, beyond what the jobs ahead of them are owed, but no node with room;
-    ``wakes`` gets the instant a declined hold would start to pay."""
+               wakes: list[datetime], room: NodeRoom | None = None, moving: frozenset[str] = frozenset()) -> list[Hold]:
+    """Holds on the reserved nodes that empty first, for cloud jobs (most expensive first, not those
+    ``moving`` back already) that the pool has free GPUs for, beyond what the jobs ahead of them are
+    owed, but no node with room; ``room``: the free GPUs left by this pass's move-backs
+    (``reclaim.move_back``); ``wakes`` gets the instant a declined hold would start to pay."""
     now = snapshot.now
-    nodes = _FreeNodes(snapshot, queue, requeue)
+    nodes = _FreeNodes(snapshot, queue, requeue, room or NodeRoom(snapshot.pool_nodes))
     out: list[Hold] = []
     if not any(v > 0 for v in nodes.spare.values()):
         return out  # no free reserved GPUs: nothing is fragmented
-    for p in sorted(_movable(snapshot), key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
+    for p in sorted(movable_cloud(snapshot), key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
         model = queue.model_for(p.job)
-        if model is None or p.job.job_id in nodes.holders:
+        if model is None or p.job.job_id in nodes.holders or p.job.job_id in moving:
             continue
         emptying = nodes.emptying_first(p.job, model)
         if emptying is None or too_tight(p, now, cost, margin_s):
@@ -86,12 +91,13 @@ def hold_nodes(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue, requeu
 class _FreeNodes:
     """The reserved nodes not held yet: free GPUs, running work's ends, and who is owed what."""
 
-    def __init__(self, snapshot: Snapshot, queue: ReservedQueue, requeue: Requeue) -> None:
+    def __init__(self, snapshot: Snapshot, queue: ReservedQueue, requeue: Requeue, room: NodeRoom) -> None:
         self.snapshot, self.queue, self.requeue = snapshot, queue, requeue
         self.holders = {n.held_for for n in snapshot.pool_nodes if n.held_for}
-        self.free = {n.node_id: n.free_gpus for n in snapshot.pool_nodes if not n.held_for}
-        self.model_of = {n.node_id: n.gpu_model for n in snapshot.pool_nodes}
-        self.spare = {m: queue.free_gpus(m) for m in queue.total}
+        # what move-back left: landing nodes of moves and of jobs already leaving are not free
+        self.free = {n.node_id: room.free[n.node_id] for n in snapshot.pool_nodes if not n.held_for}
+        self.model_of = room.model_of
+        self.spare = {m: queue.free_gpus(m) - room.moved[m] for m in queue.total}
         self._rooms: dict[tuple[str, int], list[tuple[float, str]]] = {}
         self._room_now: dict[tuple[str, int], int] = {}
 
@@ -149,14 +155,7 @@ def _hold_value(p: Placement, emptying: list[tuple[float, str]], nodes: _FreeNod
     gpus_now = sum(nodes.free[n] for _, n in emptying)
     first_end = min(_first_end_s(nodes.ends.get(n, ())) for _, n in emptying)
     pays_in = (idle - saving) / (gpus_now * per_gpu_s) if gpus_now else math.inf
-    return saving, idle, now + timedelta(seconds=math.ceil(pays_in)) if pays_in < first_end else None
-
-
-def _movable(snapshot: Snapshot) -> list[Placement]:
-    """Cloud jobs on nodes that are all up and not being stopped."""
-    ready = {n.node_id for n in snapshot.cloud_nodes
-             if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
-    return [p for p in snapshot.running if p.on_cloud and all(i in ready for i in p.node_ids)]
+    return saving, idle, now + timedelta(seconds=pays_in) if pays_in < first_end else None
 
 
 def _idle_gpu_s(free: int, ends: Sequence[tuple[float, int]], until_s: float) -> float:

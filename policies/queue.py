@@ -128,12 +128,21 @@ class _HeldNodes:
         return times[job.nodes - 1] if len(times) >= job.nodes else INF
 
 
+def held_by_job(pool_nodes: Sequence[PoolNode]) -> dict[str, list[PoolNode]]:
+    """The reserved nodes held for each job (``PoolNode.held_for``)."""
+    out: dict[str, list[PoolNode]] = {}
+    for n in pool_nodes:
+        if n.held_for:
+            out.setdefault(n.held_for, []).append(n)
+    return out
+
+
 def _held_room_s(pool_nodes: tuple[PoolNode, ...], running: tuple[Placement, ...],
                  now_ts: float) -> dict[str, _HeldNodes]:
     held: dict[str, _HeldNodes] = {}
-    for n in pool_nodes:
-        if n.held_for:
-            held.setdefault(n.held_for, _HeldNodes()).nodes[n.node_id] = (n.free_gpus, [])
+    for job_id, nodes in held_by_job(pool_nodes).items():
+        held[job_id] = _HeldNodes()
+        held[job_id].nodes = {n.node_id: (n.free_gpus, []) for n in nodes}
     if held:
         ends = running_ends_by_node(running, now_ts, {node for h in held.values() for node in h.nodes})
         for h in held.values():

@@ -67,7 +67,8 @@ def idle_ttl(snapshot: Snapshot, params: ReclaimParams) -> list[Action]:
 
 
 def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
-              requeue: Requeue = Requeue.SUBMISSION, margin_s: float = 900.0) -> list[Checkpoint]:
+              requeue: Requeue = Requeue.SUBMISSION, margin_s: float = 900.0,
+              room: NodeRoom | None = None) -> list[Checkpoint]:
     """Checkpoint cloud jobs that now fit on free reserved GPUs, most expensive first.
 
     A stopped job goes back in the pool's queue, and the pool gives free GPUs to the queue's head
@@ -79,13 +80,14 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     checkpoint). Moving into GPUs owed to others would strand it on-prem and burst it again, unless
     the pool's EASY backfill would start it anyway (``_Backfill``). The job must also fit the nodes
     as they are: each gang member on one node with enough free GPUs. A deadline job moves only if
-    its slack keeps ``margin_s`` after the pause (checkpoint write and restart).
+    its slack keeps ``margin_s`` after the pause (checkpoint write and restart). ``room`` (if given)
+    is left with the nodes' free GPUs after the moves and the landings of jobs already leaving.
     """
     out: list[Checkpoint] = []
     free = {m: queue.free_gpus(m) for m in queue.total}
     if not any(v > 0 for v in free.values()):
         return out
-    nodes = _NodeRoom(snapshot.pool_nodes)
+    nodes = room if room is not None else NodeRoom(snapshot.pool_nodes)
     leaving = leaving_cloud(snapshot)
     for job in sorted(leaving, key=lambda j: (queue_key(j), j.job_id)):  # where they will land
         model = queue.model_for(job)
@@ -95,10 +97,7 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     owed = [*snapshot.pending, *leaving]
     claims = Claims(snapshot.pending, leaving, queue, requeue)
     backfill = _Backfill(snapshot, owed, queue)
-    ready = {n.node_id for n in snapshot.cloud_nodes
-             if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
-    cloud = [p for p in snapshot.running if p.on_cloud and all(i in ready for i in p.node_ids)]
-    for p in sorted(cloud, key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
+    for p in sorted(movable_cloud(snapshot), key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
         model = queue.model_for(p.job)
         if model is None:
             continue
@@ -114,6 +113,7 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
         if slots is None:
             continue
         free[model] -= p.job.gpus
+        nodes.moved[model] += p.job.gpus
         for node_id in slots:
             nodes.take(node_id, p.job.gpus_per_node)
         out += move_checkpoints(p, cost, snapshot.now, f"reserved GPUs free: move job {p.job.job_id} back on-prem, "
@@ -224,13 +224,22 @@ def leaving_cloud(snapshot: Snapshot) -> list[Demand]:
 
 
 
-class _NodeRoom:
+def movable_cloud(snapshot: Snapshot) -> list[Placement]:
+    """Cloud jobs whose nodes are all up (not booting, not being stopped) on a provider seen well."""
+    ready = {n.node_id for n in snapshot.cloud_nodes
+             if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
+    return [p for p in snapshot.running if p.on_cloud and all(i in ready for i in p.node_ids)]
+
+
+class NodeRoom:
     """Free GPUs per reserved node (a held node has none for others), with a count of nodes per
-    model and free-GPU level so that most fit checks need no scan of the nodes."""
+    model and free-GPU level so that most fit checks need no scan of the nodes; ``moved``: GPUs
+    per model that this pass's move-backs will take."""
 
     def __init__(self, pool_nodes: Sequence[PoolNode]) -> None:
         self.free = {n.node_id: 0 if n.held_for else n.free_gpus for n in pool_nodes}
         self.model_of = {n.node_id: n.gpu_model for n in pool_nodes}
+        self.moved: Counter[str] = Counter()
         self.levels: dict[str, Counter[int]] = {}
         for node_id, f in self.free.items():
             self.levels.setdefault(self.model_of[node_id], Counter())[f] += 1

@@ -77,13 +77,37 @@ def test_a_job_holding_a_node_is_not_held_for_again_and_moves_once_the_node_has_
 
 
 def test_a_held_nodes_free_gpus_are_nobody_elses() -> None:
-    # a 1-GPU job queued: the held node's 4 free GPUs do not count as room for it
-    small = Demand("q", 4, NOW, 3600, gpu_model="V100")
-    snap = snapshot(held_for="big", pending=(small,))
-    free = replace(snap, pool_nodes=(snap.pool_nodes[0], PoolNode("onprem-1", "V100", 8, 0)))
-    plan = POLICY.decide(free)
-    assert not any(isinstance(a, Hold) for a in plan.actions)
-    assert ReservedQueue(NOW, free.pool_nodes, free.running).free_gpus("V100") == 0
+    # the held node's 4 free GPUs do not count as room for a queued 4-GPU job; the other node is full
+    queued = Demand("q", 4, NOW, 3600, gpu_model="V100")
+    snap = snapshot(held_for="big", pending=(queued,))
+    full = replace(snap, pool_nodes=(snap.pool_nodes[0], PoolNode("onprem-1", "V100", 8, 0)))
+    queue = ReservedQueue(NOW, full.pool_nodes, full.running)
+    assert queue.free_gpus("V100") == 0
+    assert queue.expected_wait_s(queued) == 30 * 60  # until small-0 ends on the held node
+    unheld = replace(full, pool_nodes=(PoolNode("onprem-0", "V100", 8, 4), full.pool_nodes[1]))
+    assert ReservedQueue(NOW, unheld.pool_nodes, unheld.running).expected_wait_s(queued) == 0
+
+
+def test_a_node_a_move_back_lands_on_is_not_held_for_another_job() -> None:
+    # onprem-0: 4 free, its 4-GPU job ends in 20 min; onprem-1 and -2: 2 free each, long jobs. A 4-GPU
+    # cloud job moves back onto onprem-0 now, so onprem-0 cannot be held for the 8-GPU one
+    def on_prem(name: str, gpus: int, node: str, left_min: float) -> Placement:
+        job = Demand(name, gpus, NOW - timedelta(hours=1), 3600 + left_min * 60, gpu_model="V100")
+        return Placement(job, (node,), NOW - timedelta(hours=1), False, Market.RESERVED)
+
+    od4 = replace(OD8, instance_type="p3.8xlarge", gpus_per_node=4, price_per_hour_usd=12.24)
+    pool = (PoolNode("onprem-0", "V100", 8, 4), PoolNode("onprem-1", "V100", 8, 2), PoolNode("onprem-2", "V100", 8, 2))
+    big = Demand("big", 8, NOW - timedelta(hours=1), 11 * 3600, gpu_model="V100")
+    x = Demand("x", 4, NOW - timedelta(hours=1), 11 * 3600, gpu_model="V100")
+    running = (on_prem("s0", 4, "onprem-0", 20), on_prem("s1", 6, "onprem-1", 6000),
+               on_prem("s2", 6, "onprem-2", 6000),
+               Placement(big, ("n1",), NOW - timedelta(hours=1), True, Market.ON_DEMAND, OD8.price_per_hour_usd),
+               Placement(x, ("n2",), NOW - timedelta(hours=1), True, Market.ON_DEMAND, od4.price_per_hour_usd))
+    nodes = (Node("n1", OD8, NodeState.READY, NOW - timedelta(hours=1), "rq", job_id="big"),
+             Node("n2", od4, NodeState.READY, NOW - timedelta(hours=1), "rq2", job_id="x"))
+    plan = POLICY.decide(Snapshot(NOW, (), running, pool, nodes, (OD8, od4)))
+    assert [(a.node_id, a.job_id) for a in plan.actions if isinstance(a, Checkpoint)] == [("n2", "x")]
+    assert [a for a in plan.actions if isinstance(a, Hold)] == []
 
 
 def test_a_declined_hold_names_the_instant_it_would_pay() -> None:
@@ -93,10 +117,8 @@ def test_a_declined_hold_names_the_instant_it_would_pay() -> None:
     plan = POLICY.decide(snap)
     assert not any(isinstance(a, Hold) for a in plan.actions)
     assert plan.quiet_until is not None and NOW < plan.quiet_until < NOW + timedelta(minutes=150)
-    later = replace(_aged(snap, plan.quiet_until), now=plan.quiet_until)
-    assert [h.node_id for h in holds(later)] == ["onprem-0"]
-    before = _aged(snap, plan.quiet_until - timedelta(seconds=10))
-    assert holds(before) == []
+    assert [h.node_id for h in holds(_aged(snap, plan.quiet_until + timedelta(seconds=1)))] == ["onprem-0"]
+    assert holds(_aged(snap, plan.quiet_until - timedelta(seconds=1))) == []
 
 
 def _aged(snap: Snapshot, now: datetime) -> Snapshot:
@@ -133,7 +155,9 @@ def fragmented(draw: st.DrawFn) -> Snapshot:
 @settings(max_examples=200, deadline=None)
 @given(fragmented())
 def test_holds_reserve_the_nodes_that_have_room_soonest_for_whole_gangs(snap: Snapshot) -> None:
-    got = holds(snap)
+    plan = POLICY.decide(snap)
+    got = [a for a in plan.actions if isinstance(a, Hold)]
+    moved = {a.job_id for a in plan.actions if isinstance(a, Checkpoint)}
     by_job: dict[str, list[Hold]] = {}
     for h in got:
         by_job.setdefault(h.job_id, []).append(h)
@@ -144,10 +168,12 @@ def test_holds_reserve_the_nodes_that_have_room_soonest_for_whole_gangs(snap: Sn
         job = cloud[job_id]
         assert len(hs) == job.nodes  # the whole gang or nothing
         assert len({h.start_at for h in hs}) == 1 and hs[0].start_at > NOW
-        # only when the free GPUs would cover it and no node left unheld has room for it now
+        # only when the free GPUs would cover it and no node left unheld (nor taken by a move back
+        # in this plan) has room for it now
         held = {h.node_id for h in got}
+        landing = sum(cloud[j].nodes for j in moved)
         assert sum(free.values()) >= job.gpus
-        assert sum(f >= 8 for node, f in free.items() if node not in held) < job.nodes
+        assert sum(f >= 8 for node, f in free.items() if node not in held) - landing < job.nodes
         for h in hs:  # each held node has room for a gang member once the hold starts
             freed = sum(p.job.gpus for p in snap.running if not p.on_cloud and h.node_id in p.node_ids
                         and p.ends_at_ts <= h.start_at.timestamp() + 1e-6)
