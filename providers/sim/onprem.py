@@ -49,9 +49,20 @@ class OnPremNodes:
                     break
         if len(chosen) < need:
             return None
+        return self._slots(job, chosen)
+
+    def fit_held(self, job: Demand) -> tuple[tuple[int, int], ...] | None:
+        """Slots for the whole gang on nodes held for ``job`` only (best fit), or None."""
+        mine = sorted((self.free[i], i) for i, (j, _) in self.held.items()
+                      if j == job.job_id and self.free[i] >= job.gpus_per_node)
+        if len(mine) < job.nodes:
+            return None
+        return self._slots(job, [i for _, i in mine[:job.nodes]])
+
+    def _slots(self, job: Demand, chosen: list[int]) -> tuple[tuple[int, int], ...]:
         left, slots = job.gpus, []
         for i in chosen:
-            g = min(per, left)
+            g = min(job.gpus_per_node, left)
             slots.append((i, g))
             left -= g
         return tuple(slots)

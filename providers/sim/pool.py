@@ -128,8 +128,9 @@ class SimPool:
         """Keep reserved node ``node_id`` for ``job_id`` from ``start_at`` (before, only jobs that end
         by then may use it) until the job starts on-prem or finishes, or ``until``."""
         i = self.onprem.index.get(node_id)
-        if i is None or (job_id not in self.queue and job_id not in self.runs):
-            return  # not a reserved node, or the job is gone: nothing to hold for
+        run = self.runs.get(job_id)
+        if i is None or (job_id not in self.queue and (run is None or not run.on_cloud)):
+            return  # not a reserved node, or the job is gone or already on-prem: nothing to hold for
         if self.onprem.holder(i) != job_id:
             self.metrics.node_holds += 1
         self.onprem.hold(i, job_id, start_at.timestamp())
@@ -191,6 +192,12 @@ class SimPool:
                 self._start(job, now, tuple(sorted(b.node_id for b in mine)), ())
 
     def _start_on_reserved(self, now: datetime, booting: set[str | None]) -> None:
+        if self.onprem.held:  # a job with nodes held for it starts there first, wherever it is queued
+            holders = {j for j, _ in self.onprem.held.values()}
+            for job in [j for j in self.pending() if j.job_id in holders and j.job_id not in booting]:
+                slots = self.onprem.fit_held(job)
+                if slots is not None:
+                    self._start(job, now, (), slots)
         head_blocked: Demand | None = None
         shadow = extra = 0.0
         scanned = 0
@@ -207,7 +214,7 @@ class SimPool:
                     head_blocked = job
                     shadow, extra = self._shadow(job, now)
                 continue
-            if head_blocked is not None and not self._holds_all(job, slots):
+            if head_blocked is not None:
                 ends = now + timedelta(seconds=job.remaining_s)
                 if ends.timestamp() > shadow and job.gpus > extra:
                     continue
@@ -249,15 +256,12 @@ class SimPool:
             if not idle:
                 return
 
-    def _holds_all(self, job: Demand, slots: tuple[tuple[int, int], ...]) -> bool:
-        """The slots are all on nodes held for ``job``: it starts there whatever the queue's head."""
-        return bool(self.onprem.held) and all(self.onprem.holder(i) == job.job_id for i, _ in slots)
-
     def _start(self, job: Demand, now: datetime, burst_ids: tuple[str, ...],
                slots: tuple[tuple[int, int], ...]) -> None:
         self._dequeue(job.job_id)
         if slots and self.onprem.held:  # started on-prem: its holds are done (a cloud restart keeps them)
-            self.metrics.node_holds_landed += self.onprem.release(job.job_id)
+            self.metrics.node_holds_landed += sum(self.onprem.holder(i) == job.job_id for i, _ in slots)
+            self.onprem.release(job.job_id)
         for node_id in burst_ids:
             self.burst[node_id].job_id = job.job_id
         self.onprem.take(slots)

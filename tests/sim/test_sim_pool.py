@@ -254,9 +254,10 @@ def test_a_hold_ends_at_its_deadline_and_survives_a_restart_on_the_cloud() -> No
     assert {p.job.job_id: p.node_ids for p in pool.running()}["late"] == ("onprem-0000",)
 
 
-def test_a_hold_for_a_gone_job_or_a_cloud_node_is_ignored() -> None:
+def test_a_hold_for_a_gone_job_a_job_running_on_prem_or_a_cloud_node_is_ignored() -> None:
     pool = _pool_with_two_half_full_nodes()
     pool.hold("onprem-0000", "nobody", T0, T0 + timedelta(hours=1))
+    pool.hold("onprem-0000", "s1", T0, T0 + timedelta(hours=1))  # s1 runs on onprem-0001
     pool.hold("big-node", "s0", T0, T0 + timedelta(hours=1))
     assert [n.held_for for n in pool.nodes()] == ["", ""]
 
@@ -271,3 +272,21 @@ def test_a_hold_renewed_for_longer_is_not_cut_short_by_the_first_ones_end() -> N
     pool.events.run_until(T0 + timedelta(minutes=40))
     assert pool.nodes()[1].held_for == ""
     assert (pool.metrics.node_holds, pool.metrics.node_holds_expired) == (1, 1)
+
+
+@pytest.mark.parametrize("depth", [256, 0])
+def test_a_holder_starts_on_its_held_node_not_on_the_best_fit_one_whatever_its_queue_place(depth: int) -> None:
+    """Best fit would pick the other empty node (lowest index) and the blocked head would keep the
+    job off it; the held node is the job's: it starts there, even past the backfill depth."""
+    pool = SimPool(EventQueue(), nodes=3, gpus_per_node=8, gpu_model="V100", backfill_depth=depth)
+    for name, minutes in (("x", 30), ("y", 30), ("z", 60)):
+        pool.submit(Demand(name, 8, T0, minutes * 60.0, gpu_model="V100"), T0)
+    pool.schedule(T0)
+    pool.submit(Demand("head", 16, T0 - timedelta(hours=1), 600.0, gpu_model="V100", nodes=2), T0)
+    pool.submit(Demand("big", 8, T0, 20000.0, gpu_model="V100"), T0)
+    pool.hold("onprem-0001", "big", T0 + timedelta(minutes=30), T0 + timedelta(minutes=45))
+    pool.events.run_until(T0 + timedelta(minutes=30))  # x and y end: nodes 0 and 1 are empty
+    pool.schedule(T0 + timedelta(minutes=30))
+    assert {p.job.job_id: p.node_ids for p in pool.running()}["big"] == ("onprem-0001",)
+    assert [j.job_id for j in pool.pending()] == ["head"]
+    assert (pool.metrics.node_holds, pool.metrics.node_holds_landed) == (1, 1)
