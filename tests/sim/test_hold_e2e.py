@@ -24,18 +24,20 @@ T0 = datetime(2026, 1, 5, tzinfo=UTC)
 OD8 = Offering("aws", "us-east-1", "use1-az1", "p3.16xlarge", "V100", 8, Market.ON_DEMAND, 24.48)
 
 
-def jobs() -> list[Demand]:
+def jobs(a_min: float = 60, big_min: float = 360, arrivals: int = 4) -> list[Demand]:
     def job(name: str, gpus: int, at_min: float, run_min: float) -> Demand:
         return Demand(name, gpus, T0 + timedelta(minutes=at_min), run_min * 60.0, gpu_model="V100")
 
     # best fit: a and f0 share onprem-0000, c and d onprem-0001; f0 and d end at 5 min
-    return [job("a", 4, 0, 60), job("f0", 4, 0, 5), job("c", 4, 0, 600), job("d", 4, 0, 5),
-            job("big", 8, 6, 360), *(job(f"x{i}", 1, 20 + 5 * i, 300) for i in range(4))]
+    return [job("a", 4, 0, a_min), job("f0", 4, 0, 5), job("c", 4, 0, 600), job("d", 4, 0, 5),
+            job("big", 8, 6, big_min), *(job(f"x{i}", 1, 20 + 5 * i, 300) for i in range(arrivals))]
 
 
-def simulate(*, hold: bool) -> tuple[Reconciler, list[str], SimWorld]:
+def simulate(*, hold: bool, work: list[Demand] | None = None,
+             skip: bool = True) -> tuple[Reconciler, list[str], SimWorld]:
+    work = jobs() if work is None else work
     clock = FakeClock(T0)
-    world = SimWorld(clock=clock, jobs=jobs(), offerings=[OD8], providers=["aws"], pool_nodes=2,
+    world = SimWorld(clock=clock, jobs=work, offerings=[OD8], providers=["aws"], pool_nodes=2,
                      gpus_per_node=8, gpu_model="V100")
     policy = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.0)),
                            BursterParams(burst=BurstParams(max_wait_s=0.0, wait_fraction=0.0, prewarm=False),
@@ -46,8 +48,8 @@ def simulate(*, hold: bool) -> tuple[Reconciler, list[str], SimWorld]:
     def on_pass(report: PassReport) -> None:
         decisions.extend(f"{report.now:%H:%M:%S} {line}" for line in report.plan.explain())
 
-    run(world, rec, clock, tick_s=10.0, end=T0 + timedelta(days=1), on_pass=on_pass)
-    assert world.pool.metrics.finished_jobs == len(jobs())
+    run(world, rec, clock, tick_s=10.0, end=T0 + timedelta(days=1), on_pass=on_pass, skip=skip)
+    assert world.pool.metrics.finished_jobs == len(work)
     return rec, decisions, world
 
 
@@ -69,3 +71,15 @@ def test_without_the_hold_the_arrivals_fill_the_emptying_node_and_the_job_stays_
     assert node.end - node.start >= timedelta(hours=5)  # until the arrivals on its node end
     assert not any("hold:" in d for d in decisions) and world.pool.metrics.node_holds == 0
     assert held.state.spent_usd < 0.25 * rec.state.spent_usd
+
+
+def test_a_hold_that_pays_only_later_is_made_at_the_same_tick_whether_passes_are_skipped_or_not() -> None:
+    # a runs 220 min: holding its node for big costs more than it saves until about 00:19, when
+    # no event happens (big's node is up at about 00:10, the first arrival comes at 00:20): the
+    # declined hold's reported instant must wake the skipping loop at the tick a ticking one holds
+    work = jobs(a_min=220, big_min=320, arrivals=2)
+    skipped, ticked = simulate(hold=True, work=work), simulate(hold=True, work=work, skip=False)
+    assert skipped[1] == ticked[1]
+    assert skipped[0].state.spent_usd == ticked[0].state.spent_usd
+    (when,) = [d[:8] for d in skipped[1] if "hold: hold onprem-0000 for cloud job big" in d]
+    assert "00:12:00" < when < "00:20:00"
