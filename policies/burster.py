@@ -15,7 +15,7 @@ from policies.defrag import held_moves, hold_nodes
 from policies.guards import GuardParams, apply_guards, enforce_budget
 from policies.queue import ReservedQueue
 from policies.quiet import with_quiet_until
-from policies.reclaim import NodeRoom, ReclaimParams, idle_ttl, move_back
+from policies.reclaim import ReclaimParams, idle_ttl, move_back, reserved_room
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,14 +48,16 @@ class BursterPolicy:
         actions += idle_ttl(snapshot, p.reclaim)
         if p.reclaim.move_back:
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
-            room = NodeRoom(snapshot.pool_nodes)  # what move-back leaves free, for the holds below
+            room = reserved_room(snapshot, queue)  # free GPUs once the jobs leaving the cloud land
+            if p.reclaim.hold_nodes:  # first: a move-back must not land on a node held for a job
+                holds = hold_nodes(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s,
+                                   wakes, room)
+                for h in holds:
+                    room.withhold(h.node_id)
+                actions += holds
             back = move_back(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s, room)
             back += held_moves(snapshot, self.cost, p.burst.deadline_margin_s)
             actions += [a for a in back if a.node_id not in busy]
-            if p.reclaim.hold_nodes:
-                moving = frozenset(a.job_id for a in back)  # on their way back already
-                actions += hold_nodes(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s,
-                                      wakes, room, moving)
         if p.reclaim.consolidate:
             # protected nodes can't be checkpointed: launching a job's new nodes would only idle them
             keep = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain)) \

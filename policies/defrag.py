@@ -31,6 +31,7 @@ from policies.reclaim import (
     movable_cloud,
     move_checkpoints,
     move_saving_usd,
+    reserved_room,
     too_tight,
 )
 
@@ -55,19 +56,19 @@ def held_moves(snapshot: Snapshot, cost: CostModel, margin_s: float) -> list[Che
 
 
 def hold_nodes(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue, requeue: Requeue, margin_s: float,
-               wakes: list[datetime], room: NodeRoom | None = None, moving: frozenset[str] = frozenset()) -> list[Hold]:
-    """Holds on the reserved nodes that empty first, for cloud jobs (most expensive first, not those
-    ``moving`` back already) that the pool has free GPUs for, beyond what the jobs ahead of them are
-    owed, but no node with room; ``room``: the free GPUs left by this pass's move-backs
-    (``reclaim.move_back``); ``wakes`` gets the instant a declined hold would start to pay."""
+               wakes: list[datetime], room: NodeRoom | None = None) -> list[Hold]:
+    """Holds on the reserved nodes that empty first, for cloud jobs (most expensive first) that the
+    pool has free GPUs for, beyond what the jobs ahead of them are owed, but no node with room;
+    ``room``: the nodes' free GPUs once the jobs leaving the cloud land (``reclaim.reserved_room``);
+    ``wakes`` gets the instant a declined hold would start to pay."""
     now = snapshot.now
-    nodes = _FreeNodes(snapshot, queue, requeue, room or NodeRoom(snapshot.pool_nodes))
+    nodes = _FreeNodes(snapshot, queue, requeue, room or reserved_room(snapshot, queue))
     out: list[Hold] = []
     if not any(v > 0 for v in nodes.spare.values()):
         return out  # no free reserved GPUs: nothing is fragmented
     for p in sorted(movable_cloud(snapshot), key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
         model = queue.model_for(p.job)
-        if model is None or p.job.job_id in nodes.holders or p.job.job_id in moving:
+        if model is None or p.job.job_id in nodes.holders:
             continue
         emptying = nodes.emptying_first(p.job, model)
         if emptying is None or too_tight(p, now, cost, margin_s):
@@ -94,10 +95,10 @@ class _FreeNodes:
     def __init__(self, snapshot: Snapshot, queue: ReservedQueue, requeue: Requeue, room: NodeRoom) -> None:
         self.snapshot, self.queue, self.requeue = snapshot, queue, requeue
         self.holders = {n.held_for for n in snapshot.pool_nodes if n.held_for}
-        # what move-back left: landing nodes of moves and of jobs already leaving are not free
+        # the landing nodes of jobs already leaving the cloud are not free
         self.free = {n.node_id: room.free[n.node_id] for n in snapshot.pool_nodes if not n.held_for}
         self.model_of = room.model_of
-        self.spare = {m: queue.free_gpus(m) - room.moved[m] for m in queue.total}
+        self.spare = {m: queue.free_gpus(m) for m in queue.total}
         self._rooms: dict[tuple[str, int], list[tuple[float, str]]] = {}
         self._room_now: dict[tuple[str, int], int] = {}
 

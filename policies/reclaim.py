@@ -80,20 +80,17 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     checkpoint). Moving into GPUs owed to others would strand it on-prem and burst it again, unless
     the pool's EASY backfill would start it anyway (``_Backfill``). The job must also fit the nodes
     as they are: each gang member on one node with enough free GPUs. A deadline job moves only if
-    its slack keeps ``margin_s`` after the pause (checkpoint write and restart). ``room`` (if given)
-    is left with the nodes' free GPUs after the moves and the landings of jobs already leaving.
+    its slack keeps ``margin_s`` after the pause (checkpoint write and restart). ``room``: the
+    nodes' free GPUs (``reserved_room``, less nodes held in this pass); the moves take from it.
     """
     out: list[Checkpoint] = []
     free = {m: queue.free_gpus(m) for m in queue.total}
     if not any(v > 0 for v in free.values()):
         return out
-    nodes = room if room is not None else NodeRoom(snapshot.pool_nodes)
+    nodes = room if room is not None else reserved_room(snapshot, queue)
+    for m in free:
+        free[m] -= nodes.withheld[m]
     leaving = leaving_cloud(snapshot)
-    for job in sorted(leaving, key=lambda j: (queue_key(j), j.job_id)):  # where they will land
-        model = queue.model_for(job)
-        slots = None if model is None else nodes.fit(job.nodes, job.gpus_per_node, model)
-        for node_id in slots or ():
-            nodes.take(node_id, job.gpus_per_node)
     owed = [*snapshot.pending, *leaving]
     claims = Claims(snapshot.pending, leaving, queue, requeue)
     backfill = _Backfill(snapshot, owed, queue)
@@ -113,7 +110,6 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
         if slots is None:
             continue
         free[model] -= p.job.gpus
-        nodes.moved[model] += p.job.gpus
         for node_id in slots:
             nodes.take(node_id, p.job.gpus_per_node)
         out += move_checkpoints(p, cost, snapshot.now, f"reserved GPUs free: move job {p.job.job_id} back on-prem, "
@@ -224,6 +220,18 @@ def leaving_cloud(snapshot: Snapshot) -> list[Demand]:
 
 
 
+def reserved_room(snapshot: Snapshot, queue: ReservedQueue) -> NodeRoom:
+    """Free GPUs per reserved node once the jobs already leaving the cloud have landed (best fit,
+    in the order the pool will start them)."""
+    room = NodeRoom(snapshot.pool_nodes)
+    for job in sorted(leaving_cloud(snapshot), key=lambda j: (queue_key(j), j.job_id)):
+        model = queue.model_for(job)
+        slots = None if model is None else room.fit(job.nodes, job.gpus_per_node, model)
+        for node_id in slots or ():
+            room.take(node_id, job.gpus_per_node)
+    return room
+
+
 def movable_cloud(snapshot: Snapshot) -> list[Placement]:
     """Cloud jobs whose nodes are all up (not booting, not being stopped) on a provider seen well."""
     ready = {n.node_id for n in snapshot.cloud_nodes
@@ -233,13 +241,12 @@ def movable_cloud(snapshot: Snapshot) -> list[Placement]:
 
 class NodeRoom:
     """Free GPUs per reserved node (a held node has none for others), with a count of nodes per
-    model and free-GPU level so that most fit checks need no scan of the nodes; ``moved``: GPUs
-    per model that this pass's move-backs will take."""
+    model and free-GPU level so that most fit checks need no scan of the nodes."""
 
     def __init__(self, pool_nodes: Sequence[PoolNode]) -> None:
         self.free = {n.node_id: 0 if n.held_for else n.free_gpus for n in pool_nodes}
         self.model_of = {n.node_id: n.gpu_model for n in pool_nodes}
-        self.moved: Counter[str] = Counter()
+        self.withheld: Counter[str] = Counter()  # free GPUs per model on nodes held in this pass
         self.levels: dict[str, Counter[int]] = {}
         for node_id, f in self.free.items():
             self.levels.setdefault(self.model_of[node_id], Counter())[f] += 1
@@ -252,6 +259,11 @@ class NodeRoom:
         fitting = sorted((free, node_id) for node_id, free in self.free.items()
                          if self.model_of[node_id] == model and free >= gpus_each)
         return [node_id for _, node_id in fitting[:members]]
+
+    def withhold(self, node_id: str) -> None:
+        """A node held for a job in this pass: its free GPUs are nobody else's."""
+        self.withheld[self.model_of[node_id]] += self.free[node_id]
+        self.take(node_id, self.free[node_id])
 
     def take(self, node_id: str, gpus: int) -> None:
         levels = self.levels[self.model_of[node_id]]

@@ -88,9 +88,10 @@ def test_a_held_nodes_free_gpus_are_nobody_elses() -> None:
     assert ReservedQueue(NOW, unheld.pool_nodes, unheld.running).expected_wait_s(queued) == 0
 
 
-def test_a_node_a_move_back_lands_on_is_not_held_for_another_job() -> None:
-    # onprem-0: 4 free, its 4-GPU job ends in 20 min; onprem-1 and -2: 2 free each, long jobs. A 4-GPU
-    # cloud job moves back onto onprem-0 now, so onprem-0 cannot be held for the 8-GPU one
+def test_one_plan_never_both_holds_a_node_and_moves_another_job_back_onto_it() -> None:
+    # onprem-0: 4 free, its 4-GPU job ends in 20 min; onprem-1 and -2: 2 free each, long jobs. The
+    # 8-GPU cloud job gets onprem-0 held (holds come first); the 4-GPU one, which would fit onprem-0
+    # now and keep it from ever having room for the 8-GPU one, stays on the cloud
     def on_prem(name: str, gpus: int, node: str, left_min: float) -> Placement:
         job = Demand(name, gpus, NOW - timedelta(hours=1), 3600 + left_min * 60, gpu_model="V100")
         return Placement(job, (node,), NOW - timedelta(hours=1), False, Market.RESERVED)
@@ -106,8 +107,8 @@ def test_a_node_a_move_back_lands_on_is_not_held_for_another_job() -> None:
     nodes = (Node("n1", OD8, NodeState.READY, NOW - timedelta(hours=1), "rq", job_id="big"),
              Node("n2", od4, NodeState.READY, NOW - timedelta(hours=1), "rq2", job_id="x"))
     plan = POLICY.decide(Snapshot(NOW, (), running, pool, nodes, (OD8, od4)))
-    assert [(a.node_id, a.job_id) for a in plan.actions if isinstance(a, Checkpoint)] == [("n2", "x")]
-    assert [a for a in plan.actions if isinstance(a, Hold)] == []
+    assert [(a.node_id, a.job_id) for a in plan.actions if isinstance(a, Hold)] == [("onprem-0", "big")]
+    assert [a for a in plan.actions if isinstance(a, Checkpoint)] == []
 
 
 def test_a_declined_hold_names_the_instant_it_would_pay() -> None:
