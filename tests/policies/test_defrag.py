@@ -129,7 +129,8 @@ def _aged(snap: Snapshot, now: datetime) -> Snapshot:
 
 @st.composite
 def fragmented(draw: st.DrawFn) -> Snapshot:
-    """Reserved nodes part-filled by small jobs ending at random times, and 8-GPU cloud jobs."""
+    """Reserved nodes part-filled by small jobs ending at random times, 8-GPU cloud jobs, and a few
+    jobs queued before them."""
     pool, running = [], []
     for i in range(draw(st.integers(1, 6))):
         used = 0
@@ -150,7 +151,10 @@ def fragmented(draw: st.DrawFn) -> Snapshot:
         price = OD8.price_per_hour_usd * gang
         running.append(Placement(big, ids, NOW - timedelta(hours=1), True, Market.ON_DEMAND, price))
         nodes += [Node(i, OD8, NodeState.READY, NOW - timedelta(hours=1), "rq", job_id=big.job_id) for i in ids]
-    return Snapshot(NOW, (), tuple(running), tuple(pool), tuple(nodes), (OD8,))
+    # queued jobs submitted before every cloud job: in a FIFO pool all of them are ahead of it
+    pending = tuple(Demand(f"q{k}", draw(st.integers(1, 8)), NOW - timedelta(hours=2), 3600.0, gpu_model="V100")
+                    for k in range(draw(st.integers(0, 2))))
+    return Snapshot(NOW, pending, tuple(running), tuple(pool), tuple(nodes), (OD8,))
 
 
 @settings(max_examples=200, deadline=None)
@@ -173,7 +177,7 @@ def test_holds_reserve_the_nodes_that_have_room_soonest_for_whole_gangs(snap: Sn
         # in this plan) has room for it now
         held = {h.node_id for h in got}
         landing = sum(cloud[j].nodes for j in moved)
-        assert sum(free.values()) >= job.gpus
+        assert sum(free.values()) - sum(q.gpus for q in snap.pending) >= job.gpus  # not owed to the queue
         assert sum(f >= 8 for node, f in free.items() if node not in held) - landing < job.nodes
         for h in hs:  # each held node has room for a gang member once the hold starts
             freed = sum(p.job.gpus for p in snap.running if not p.on_cloud and h.node_id in p.node_ids
