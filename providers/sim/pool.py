@@ -5,11 +5,8 @@ the job starts when all of its gang's nodes have joined, unless reserved capacit
 Idle burst nodes take queued single-node jobs that fit, except jobs waiting for nodes of their own
 (those are allocated to them). Preemption loses the work since the last
 periodic checkpoint; a requested checkpoint saves everything done up to the request. A stopped job
-goes back in the queue at its submission-time place or at the back (``requeue``).
-
-Given a ``ranker`` (``pool.order = "start_by"``), the queue is served by priority, then the start-by
-time the ranker gives a job when it enters the queue (also when requeued, whatever ``requeue``
-says: the rank is the job's, like a priority a Slurm job_submit plugin sets), not in arrival order.
+goes back in the queue at its submission-time place or at the back (``requeue``); a ranked queue
+(``ranker``) is served by priority, then start-by (``providers.sim.queue``).
 """
 
 from __future__ import annotations
@@ -20,12 +17,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from burster.model import CheckpointTicket, Demand, Market, Offering, Placement, PoolNode, Requeue, queue_key
+from burster.model import CheckpointTicket, Demand, Market, Offering, Placement, PoolNode, Requeue
 from providers.sim.events import EventQueue
 from providers.sim.metrics import PoolMetrics
 from providers.sim.onprem import OnPremNodes
-
-RankKey = tuple[int, float, float, str]  # a ranked queue's order (_rank_order)
+from providers.sim.queue import PoolQueue
 
 
 @dataclass
@@ -60,18 +56,15 @@ class SimPool:
         (``Demand.est_runtime_s``, what the controller and the pool's backfill see). ``ranker``: the
         start-by rule of a ranked queue (None: FIFO)."""
         self.events = events
-        self.requeue = Requeue(requeue)
         self.gpu_model = gpu_model
         self.onprem = OnPremNodes(nodes, gpus_per_node, gpu_model)
         self.checkpoint_s = checkpoint_s
         self.backfill_depth = backfill_depth
-        self.queue: dict[str, Demand] = {}  # insertion order = FIFO
-        self._order: list[RankKey] = []  # a ranked queue's keys, kept sorted (empty when FIFO)
+        self.queue = PoolQueue(requeue, ranker)
         self.runs: dict[str, _Run] = {}
         self.burst: dict[str, _Burst] = {}
         self.metrics = PoolMetrics(nodes * gpus_per_node)
         self._runtimes = dict(runtimes or {})
-        self._ranker = ranker
         self._cache: dict[str, tuple[object, ...]] = {}
         self._ends: list[tuple[float, int]] = []  # (ends_ts, gpus) of on-prem runs, sorted
         self._changed = True  # queue, runs or burst nodes changed since the last schedule()
@@ -81,12 +74,7 @@ class SimPool:
     # --- Pool protocol -------------------------------------------------------------------------
     def pending(self) -> Sequence[Demand]:
         """The queue in the order it is served."""
-        if "pending" not in self._cache:
-            if self._ranker is None:
-                self._cache["pending"] = tuple(self.queue.values())
-            else:
-                self._cache["pending"] = tuple(self.queue[key[-1]] for key in self._order)
-        return self._cache["pending"]  # type: ignore[return-value]
+        return self.queue.served()
 
     def running(self) -> Sequence[Placement]:
         if "running" not in self._cache:
@@ -148,9 +136,9 @@ class SimPool:
     # --- arrivals and cloud node events (called by the simulated world/clouds) -------------------
     def submit(self, job: Demand, now: datetime) -> None:
         self.metrics.advance(now)
-        self._enqueue(self._ranked(job))
+        self.queue.add(job)
         self.metrics.submitted(job)
-        self._changed = True  # schedule() must look at it; _enqueue already dropped the queue's view
+        self._changed = True  # schedule() must look at it
 
     def expect(self, node_id: str, offering: Offering, for_job: str | None) -> None:
         self.burst[node_id] = _Burst(node_id, offering, for_job)
@@ -258,7 +246,7 @@ class SimPool:
 
     def _start(self, job: Demand, now: datetime, burst_ids: tuple[str, ...],
                slots: tuple[tuple[int, int], ...]) -> None:
-        self._dequeue(job.job_id)
+        self.queue.remove(job.job_id)
         if slots and self.onprem.held:  # started on-prem: its holds are done (a cloud restart keeps them)
             self.metrics.node_holds_landed += sum(self.onprem.holder(i) == job.job_id for i, _ in slots)
             self.onprem.release(job.job_id)
@@ -303,32 +291,7 @@ class SimPool:
         self.metrics.stopped(run.job, lost_s=done - saved, preempted=preempted)
         again = replace(run.job, done_s=min(saved, self._runtime_s(run.job)), attempt=run.job.attempt + 1,
                         queued_at=now)
-        self._requeue(again)
-
-    def _requeue(self, job: Demand) -> None:
-        """Put a stopped job back in the queue: at the back, or at its place by submission time (a
-        ranked queue ranks it again: its remaining work changed)."""
-        job = self._ranked(job)
-        if self.requeue is Requeue.BACK or self._ranker is not None:  # a ranked queue's order is its keys
-            self._enqueue(job)
-            return
-        items = list(self.queue.items())
-        k = bisect.bisect_right([j.submitted_at for _, j in items], job.submitted_at)
-        self.queue = dict([*items[:k], (job.job_id, job), *items[k:]])
-        self._cache.pop("pending", None)
-
-    def _enqueue(self, job: Demand) -> None:
-        """Add ``job`` at the back of the queue (a ranked queue: at its rank's place)."""
-        self.queue[job.job_id] = job
-        if self._ranker is not None:
-            bisect.insort(self._order, _rank_order(job))
-        self._cache.pop("pending", None)
-
-    def _dequeue(self, job_id: str) -> None:
-        job = self.queue.pop(job_id)
-        if self._ranker is not None:
-            del self._order[bisect.bisect_left(self._order, _rank_order(job))]
-        self._cache.pop("pending", None)
+        self.queue.put_back(again)
 
     def _release(self, run: _Run) -> None:
         del self.runs[run.job.job_id]
@@ -352,9 +315,6 @@ class SimPool:
             run.checkpoint_done = True
 
     # --- helpers -------------------------------------------------------------------------------
-    def _ranked(self, job: Demand) -> Demand:
-        return replace(job, start_by=self._ranker(job)) if self._ranker else job
-
     def _done_s(self, run: _Run, at: datetime) -> float:
         return min(run.job.done_s + (at - run.started_at).total_seconds(), self._runtime_s(run.job))
 
@@ -389,14 +349,9 @@ class SimPool:
 
     def _dirty(self, *views: str) -> None:
         """Something schedule() looks at changed; drop the cached ``views`` (when none named: those
-        of runs and nodes; the queue's own view goes whenever the queue changes)."""
+        of runs and nodes; the queue keeps its own, ``PoolQueue.served``)."""
         self._changed = True
         for view in views or ("running", "nodes"):
             self._cache.pop(view, None)
         self.metrics.set_busy(self._busy_onprem(), self._cloud_gpus)
 
-
-def _rank_order(job: Demand) -> RankKey:
-    """A ranked queue's order: ``queue_key`` (priority, then start-by: every job in it has one),
-    ties by submission, then id."""
-    return *queue_key(job), job.submitted_at.timestamp(), job.job_id
