@@ -11,6 +11,16 @@ import pytest
 
 from burster.cli import main
 
+PHILLY_HEADER = ("job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,"
+                 "expect_time_list,expect_value_list,best_effort,job_type\n")
+
+
+def _philly(path: Path, rows: str) -> Path:
+    """A Philly-format trace file with these data rows."""
+    path.write_text(PHILLY_HEADER + rows)
+    return path
+
+
 KEYS = {"jobs", "cloud_usd", "cloud_usd_spot", "cloud_usd_on_demand", "onprem_utilization", "wait_p50_s",
         "wait_p95_s", "wait_p99_s", "deadline_misses", "preemptions", "lost_gpu_hours", "launches",
         "requeued_wait_gpu_hours", "stranded_gpu_hours", "node_holds", "node_holds_landed", "node_holds_expired"}
@@ -45,10 +55,9 @@ def test_unknown_provider_lists_the_valid_ones(capsys: pytest.CaptureFixture[str
 
 def test_bad_trace_row_fails_cleanly_and_prints_no_summary(tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    trace = tmp_path / "trace_job_Philly_bad.csv"
-    trace.write_text("job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,"
-                     "expect_time_list,expect_value_list,best_effort,job_type\n"
-                     "0,vc,1,5,5,vgg,30,1,60,10,0,strict\n1,vc,2,2026-13-01,5,vgg,30,1,60,10,0,strict\n")
+    trace = _philly(tmp_path / "trace_job_Philly_bad.csv",
+                    "0,vc,1,5,5,vgg,30,1,60,10,0,strict\n"
+                    "1,vc,2,2026-13-01,5,vgg,30,1,60,10,0,strict\n")
     assert main(["simulate", "--trace", str(trace), "--json"]) == 2
     cap = capsys.readouterr()
     assert cap.out == ""
@@ -73,10 +82,9 @@ def test_wrong_runtime_estimates_run_and_a_bad_sigma_names_its_range(capsys: pyt
 
 def test_a_whole_trace_replay_includes_its_last_arrival(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    trace = tmp_path / "trace_job_Philly_two.csv"
-    trace.write_text("job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,"
-                     "expect_time_list,expect_value_list,best_effort,job_type\n"
-                     "0,vc,1,5,5,vgg,30,1,60,10,1,best\n1,vc,2,5,5,vgg,30,1,60,10,1,best\n")
+    trace = _philly(tmp_path / "trace_job_Philly_two.csv",
+                    "0,vc,1,5,5,vgg,30,1,60,10,1,best\n"
+                    "1,vc,2,5,5,vgg,30,1,60,10,1,best\n")
     assert main(["simulate", "--trace", str(trace), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["jobs"] == out["jobs_finished"] == 2
@@ -160,10 +168,9 @@ def test_a_reader_that_goes_away_gets_no_traceback() -> None:
 
 
 def test_rows_the_loader_skips_are_reported_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    trace = tmp_path / "trace_job_Philly_skips.csv"
-    trace.write_text("job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,"
-                     "expect_time_list,expect_value_list,best_effort,job_type\n"
-                     "0,vc,1,5,5,vgg,30,1,60,10,1,best\n1,vc,0,5,5,vgg,30,1,60,10,1,best\n")
+    trace = _philly(tmp_path / "trace_job_Philly_skips.csv",
+                    "0,vc,1,5,5,vgg,30,1,60,10,1,best\n"
+                    "1,vc,0,5,5,vgg,30,1,60,10,1,best\n")
     assert main(["simulate", "--trace", str(trace), "--json"]) == 0
     cap = capsys.readouterr()
     assert json.loads(cap.out)["jobs"] == 1
