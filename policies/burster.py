@@ -52,11 +52,8 @@ class BursterPolicy:
             if any(queue.free_gpus(m) > 0 for m in queue.total):  # else nothing to hold or move onto
                 room = reserved_room(snapshot, queue)  # free GPUs once the jobs leaving the cloud land
                 if p.reclaim.hold_nodes:  # first: a move-back must not land on a node held for a job
-                    holds = hold_nodes(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s,
-                                       wakes, room)
-                    for h in holds:
-                        room.withhold(h.node_id)
-                    actions += holds
+                    actions += hold_nodes(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s,
+                                          wakes, room)
                 back = move_back(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s, room)
             back += held_moves(snapshot, self.cost, p.burst.deadline_margin_s)
             actions += [a for a in back if a.node_id not in busy]

@@ -59,12 +59,12 @@ def hold_nodes(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue, requeu
                wakes: list[datetime], room: NodeRoom | None = None) -> list[Hold]:
     """Holds on the reserved nodes that empty first, for cloud jobs (most expensive first) that the
     pool has free GPUs for, beyond what the jobs ahead of them are owed, but no node with room;
-    ``room``: the nodes' free GPUs once the jobs leaving the cloud land (``reclaim.reserved_room``);
-    ``wakes`` gets the instant a declined hold would start to pay."""
+    ``room``: the nodes' free GPUs once the jobs leaving the cloud land (``reclaim.reserved_room``),
+    which takes the holds made; ``wakes`` gets the instant a declined hold would start to pay."""
     now = snapshot.now
     nodes = _FreeNodes(snapshot, queue, requeue, room or reserved_room(snapshot, queue))
     out: list[Hold] = []
-    if not any(v > 0 for v in nodes.spare.values()):
+    if not any(nodes.spare(m) > 0 for m in queue.total):
         return out  # no free reserved GPUs: nothing is fragmented
     for p in sorted(movable_cloud(snapshot), key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
         model = queue.model_for(p.job)
@@ -81,7 +81,7 @@ def hold_nodes(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue, requeu
             continue
         start_at = now + timedelta(seconds=wait_s)
         for _, node in emptying:
-            nodes.take(node, model)
+            nodes.room.withhold(node)
             out.append(Hold(node, p.job.job_id, start_at, start_at + timedelta(seconds=GRACE_S), reason=(
                 f"hold {node} for cloud job {p.job.job_id} (${p.price_per_hour_usd:.2f}/h, "
                 f"{p.remaining_s(now) / 3600.0:.1f} h left): its running work ends in {wait_s / 60.0:.0f} min, "
@@ -90,17 +90,13 @@ def hold_nodes(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue, requeu
 
 
 class _FreeNodes:
-    """The reserved nodes not held yet: free GPUs, running work's ends, and who is owed what."""
+    """The reserved nodes not held (``room``, which takes this pass's holds), running work's ends,
+    and who is owed what."""
 
     def __init__(self, snapshot: Snapshot, queue: ReservedQueue, requeue: Requeue, room: NodeRoom) -> None:
-        self.snapshot, self.queue, self.requeue = snapshot, queue, requeue
+        self.snapshot, self.queue, self.requeue, self.room = snapshot, queue, requeue, room
         self.holders = {n.held_for for n in snapshot.pool_nodes if n.held_for}
-        # the landing nodes of jobs already leaving the cloud are not free
-        self.free = {n.node_id: room.free[n.node_id] for n in snapshot.pool_nodes if not n.held_for}
-        self.model_of = room.model_of
-        self.spare = {m: queue.free_gpus(m) for m in queue.total}
         self._rooms: dict[tuple[str, int], list[tuple[float, str]]] = {}
-        self._room_now: dict[tuple[str, int], int] = {}
 
     @cached_property
     def ends(self) -> dict[str, list[tuple[float, int]]]:
@@ -110,34 +106,29 @@ class _FreeNodes:
     def claims(self) -> Claims:
         return Claims(self.snapshot.pending, leaving_cloud(self.snapshot), self.queue, self.requeue)
 
+    def spare(self, model: str) -> int:
+        """Free GPUs of ``model`` on nodes not held."""
+        return self.queue.free_gpus(model) - self.room.withheld[model]
+
     def emptying_first(self, job: Demand, model: str) -> list[tuple[float, str]] | None:
         """(seconds until it has room, node) for the gang's nodes that have room soonest; None if
         the job fits now (move-back's call), the free GPUs are owed to jobs ahead of it (not
         fragmentation), or too few nodes ever have room."""
-        spare = self.spare.get(model, 0)
-        if spare < job.gpus or self._with_room(model, job.gpus_per_node) >= job.nodes:
+        spare = self.spare(model)
+        if spare < job.gpus or self.room.with_room(model, job.gpus_per_node) >= job.nodes:
             return None
         if spare - self.claims.ahead_of(job, model) < job.gpus:
             return None
         key = (model, job.gpus_per_node)
+        room = self.room
         if key not in self._rooms:
             self._rooms[key] = sorted((room_at_s(f, self.ends.get(node, ()), job.gpus_per_node), node)
-                                      for node, f in self.free.items() if self.model_of[node] == model)
-        chosen = list(itertools.islice((r for r in self._rooms[key] if r[1] in self.free), job.nodes))
+                                      for node, f in room.free.items()
+                                      if room.model_of[node] == model and node not in room.held)
+        chosen = list(itertools.islice((r for r in self._rooms[key] if r[1] not in room.held), job.nodes))
         if len(chosen) < job.nodes or chosen[-1][0] == math.inf:
             return None
         return chosen
-
-    def _with_room(self, model: str, per: int) -> int:
-        """How many free nodes of ``model`` have ``per`` GPUs free now."""
-        key = (model, per)
-        if key not in self._room_now:
-            self._room_now[key] = sum(f >= per for node, f in self.free.items() if self.model_of[node] == model)
-        return self._room_now[key]
-
-    def take(self, node: str, model: str) -> None:
-        self.spare[model] -= self.free.pop(node)
-        self._room_now.clear()
 
 
 def _hold_value(p: Placement, emptying: list[tuple[float, str]], nodes: _FreeNodes, cost: CostModel,
@@ -150,10 +141,10 @@ def _hold_value(p: Placement, emptying: list[tuple[float, str]], nodes: _FreeNod
     saving = (p.price_per_hour_usd * (p.remaining_s(now) - wait_s - restart_s) / 3600.0
               - cost.wait_cost_usd(p.job_now(now), restart_s, now))
     per_gpu_s = p.price_per_hour_usd / p.job.gpus / 3600.0
-    idle = per_gpu_s * sum(_idle_gpu_s(nodes.free[n], nodes.ends.get(n, ()), wait_s) for _, n in emptying)
+    idle = per_gpu_s * sum(_idle_gpu_s(nodes.room.free[n], nodes.ends.get(n, ()), wait_s) for _, n in emptying)
     if saving > idle or saving <= 0:
         return saving, idle, None
-    gpus_now = sum(nodes.free[n] for _, n in emptying)
+    gpus_now = sum(nodes.room.free[n] for _, n in emptying)
     first_end = min(_first_end_s(nodes.ends.get(n, ())) for _, n in emptying)
     pays_in = (idle - saving) / (gpus_now * per_gpu_s) if gpus_now else math.inf
     return saving, idle, now + timedelta(seconds=pays_in) if pays_in < first_end else None

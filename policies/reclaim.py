@@ -246,15 +246,20 @@ class NodeRoom:
     def __init__(self, pool_nodes: Sequence[PoolNode]) -> None:
         self.free = {n.node_id: 0 if n.held_for else n.free_gpus for n in pool_nodes}
         self.model_of = {n.node_id: n.gpu_model for n in pool_nodes}
+        self.held = {n.node_id for n in pool_nodes if n.held_for}  # held before or in this pass
         self.withheld: Counter[str] = Counter()  # free GPUs per model on nodes held in this pass
         self.levels: dict[str, Counter[int]] = {}
         for node_id, f in self.free.items():
             self.levels.setdefault(self.model_of[node_id], Counter())[f] += 1
 
+    def with_room(self, model: str, gpus_each: int) -> int:
+        """How many nodes of ``model`` have ``gpus_each`` GPUs free."""
+        levels = self.levels.get(model)
+        return 0 if levels is None else sum(c for f, c in levels.items() if f >= gpus_each)
+
     def fit(self, members: int, gpus_each: int, model: str) -> list[str] | None:
         """Pool nodes (best fit: fewest free GPUs first) for each gang member, or None if it does not fit."""
-        levels = self.levels.get(model)
-        if levels is None or sum(c for f, c in levels.items() if f >= gpus_each) < members:
+        if self.with_room(model, gpus_each) < members:
             return None
         fitting = sorted((free, node_id) for node_id, free in self.free.items()
                          if self.model_of[node_id] == model and free >= gpus_each)
@@ -263,6 +268,7 @@ class NodeRoom:
     def withhold(self, node_id: str) -> None:
         """A node held for a job in this pass: its free GPUs are nobody else's."""
         self.withheld[self.model_of[node_id]] += self.free[node_id]
+        self.held.add(node_id)
         self.take(node_id, self.free[node_id])
 
     def take(self, node_id: str, gpus: int) -> None:
