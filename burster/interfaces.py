@@ -66,6 +66,8 @@ class Pool(Protocol):
     - ``drain``: stop new work landing on a node; its job requeues (keeping checkpointed work).
     - ``hold``: keep an on-prem node for one job from ``start_at`` until it starts on-prem or ends,
       or ``until`` passes; before ``start_at`` only jobs that end by then may use it (``Hold``).
+    - ``preempt``: ask an on-prem job to checkpoint before ``deadline``, then requeue it keeping the
+      checkpointed work (``Preempt``); until then its Placement carries ``stopping_at``.
     """
 
     def pending(self) -> Sequence[Demand]: ...
@@ -81,6 +83,8 @@ class Pool(Protocol):
     def drain(self, node_id: str) -> None: ...
 
     def hold(self, node_id: str, job_id: str, start_at: datetime, until: datetime) -> None: ...
+
+    def preempt(self, job_id: str, deadline: datetime) -> None: ...
 
 
 class SignalSource(Protocol):

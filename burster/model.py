@@ -154,11 +154,16 @@ class Placement:
     on_cloud: bool
     market: Market
     price_per_hour_usd: float = 0.0  # all its cloud nodes together; 0 on-prem
-    # expected end as a POSIX timestamp (derived: started_at + remaining work at start)
+    # asked to checkpoint and requeue (``burster.plan.Preempt``): its GPUs free by this instant
+    stopping_at: datetime | None = None
+    # when its GPUs are expected free, as a POSIX timestamp (derived: started_at + remaining work
+    # at start, or the stop if sooner)
     ends_at_ts: float = field(init=False, repr=False, compare=False, default=0.0)
 
     def __post_init__(self) -> None:
         ends = self.started_at.timestamp() + self.job.remaining_s
+        if self.stopping_at is not None:
+            ends = min(ends, self.stopping_at.timestamp())
         object.__setattr__(self, "ends_at_ts", ends)
 
     def done_s(self, now: datetime) -> float:

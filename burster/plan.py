@@ -71,7 +71,18 @@ class Hold:
     reason: str
 
 
-Action = Launch | Terminate | Checkpoint | Drain | Hold
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    """Ask an on-prem job to checkpoint before ``deadline``, then requeue it with its work saved, so
+    that its GPUs go to a job held for them (Slurm: signal the job, then ``scontrol requeue``)."""
+
+    job_id: str
+    node_ids: tuple[str, ...]
+    deadline: datetime
+    reason: str
+
+
+Action = Launch | Terminate | Checkpoint | Drain | Hold | Preempt
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from burster.errors import CapacityError, PartialLaunchError, ProviderError, Quo
 from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
 from burster.lifecycle import NodeState
 from burster.model import Interruption, Node, Offering, Placement, Signal, Snapshot, Spend
-from burster.plan import Checkpoint, Drain, Hold, Launch, Plan, Terminate
+from burster.plan import Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate
 from burster.reconcile_nodes import NodeBook
 from burster.state import MemoryState
 
@@ -166,6 +166,8 @@ class Reconciler:
                     self.nodes.mark(action.node_id, NodeState.DRAINING)
                 elif isinstance(action, Hold):
                     self.pool.hold(action.node_id, action.job_id, action.start_at, action.until)
+                elif isinstance(action, Preempt):
+                    self.pool.preempt(action.job_id, action.deadline)
             except ProviderError as err:
                 report.errors.append(f"{type(action).__name__.lower()} failed: {err}")
                 log.warning("action failed (will retry next pass): %s", err)

@@ -1,7 +1,7 @@
 """Guards, applied last to every policy's plan: they only ever remove actions, with a reason.
 
 - protected or busy nodes are never terminated (busy ones leave only through a Checkpoint);
-  protected nodes are never checkpointed or drained either;
+  protected nodes are never checkpointed, drained or preempted either;
 - hard dollar budgets (global and per team): committed spend (spent + what live nodes are expected
   to cost) plus a launch's expected cost must stay within the budget, whole gangs or nothing;
 - a soft threshold (``soft_fraction`` of a budget) restricts new launches to spot;
@@ -16,7 +16,7 @@ from datetime import timedelta
 
 from burster.lifecycle import LIVE_STATES, NodeState
 from burster.model import Market, Snapshot
-from burster.plan import Action, Checkpoint, Drain, Launch, Plan, Terminate, request_id
+from burster.plan import Action, Checkpoint, Drain, Launch, Plan, Preempt, Terminate, request_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +88,8 @@ def _refuse_node_action(a: Action, nodes: Mapping[str, object], protected: froze
             return f"node(s) {', '.join(busy)} are busy: reclaim them through a checkpoint"
     if isinstance(a, Checkpoint | Drain) and a.node_id in protected:
         return f"node {a.node_id} is protected"
+    if isinstance(a, Preempt) and protected.intersection(a.node_ids):
+        return f"node(s) {', '.join(sorted(protected.intersection(a.node_ids)))} are protected"
     return None
 
 

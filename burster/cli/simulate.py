@@ -152,6 +152,7 @@ def _print_table(r: dict[str, Any]) -> None:
         ("reserved GPU-hours idle beside cloud runs", f"{r['stranded_gpu_hours']:,.1f}"),
         ("reserved nodes held (job came / expired)",
          f"{r['node_holds']} ({r['node_holds_landed']} / {r['node_holds_expired']})"),
+        ("on-prem jobs preempted for urgent ones", str(r["onprem_preemptions"])),
         ("nodes launched", str(r["launches"])),
         ("reconcile passes / wall time", f"{r['reconcile_passes']} / {r['wall_s']:.1f}s"),
         ("spot availability from", r["spot_source"]),

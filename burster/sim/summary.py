@@ -56,6 +56,7 @@ def summarize(*, metrics: Any, ledger: Sequence[LedgerEntry], launches: int, pas
         "node_holds": metrics.node_holds,
         "node_holds_landed": metrics.node_holds_landed,
         "node_holds_expired": metrics.node_holds_expired,
+        "onprem_preemptions": metrics.onprem_preemptions,
         "launches": launches,
         "reconcile_passes": passes,
         "wall_s": round(wall_s, 3),

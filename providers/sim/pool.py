@@ -126,6 +126,31 @@ class SimPool:
         self.events.at(until, lambda t: self._expire(job_id, i, until))
         self._dirty()
 
+    def preempt(self, job_id: str, deadline: datetime) -> None:
+        """Checkpoint an on-prem job (``checkpoint_s``), then requeue it with all its work saved."""
+        run = self.runs.get(job_id)
+        if run is None or run.on_cloud or run.checkpoint_at is not None:
+            return
+        run.checkpoint_at = self.metrics.now
+        run.placement = None  # it now carries the stop
+        self.metrics.onprem_preemptions += 1
+        self.events.at(self._stop_at(run), lambda t: self._requeue_checkpointed(job_id, run))
+        self._dirty("running")
+
+    def _requeue_checkpointed(self, job_id: str, run: _Run) -> None:
+        if self.runs.get(job_id) is not run:
+            return  # finished first
+        assert run.checkpoint_at is not None
+        now = self._stop_at(run)
+        self.metrics.advance(now)
+        run.checkpoint_done = True
+        self._stop(job_id, preempted=False)
+        self.schedule(now)
+
+    def _stop_at(self, run: _Run) -> datetime:
+        assert run.checkpoint_at is not None
+        return run.checkpoint_at + timedelta(seconds=self.checkpoint_s)
+
     def _expire(self, job_id: str, i: int, until: datetime) -> None:
         if self._hold_until.get(i) != until:
             return  # held again since, with another end
@@ -331,7 +356,11 @@ class SimPool:
     def _placement(self, run: _Run) -> Placement:
         p = run.placement
         if p is not None and not run.on_cloud:
-            return p  # reserved, no cloud price: fixed for the run's life
+            return p  # reserved, no cloud price: fixed until a preemption (which drops it)
+        if not run.on_cloud and run.checkpoint_at is not None:
+            p = run.placement = Placement(run.job, run.node_ids, run.started_at, False, Market.RESERVED, 0.0,
+                                          stopping_at=self._stop_at(run))
+            return p
         market, price = self._market(run), self._price(run)
         if p is None or p.market is not market or p.price_per_hour_usd != price \
                 or type(p.price_per_hour_usd) is not type(price):

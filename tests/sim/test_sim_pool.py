@@ -290,3 +290,45 @@ def test_a_holder_starts_on_its_held_node_not_on_the_best_fit_one_whatever_its_q
     assert {p.job.job_id: p.node_ids for p in pool.running()}["big"] == ("onprem-0001",)
     assert [j.job_id for j in pool.pending()] == ["head"]
     assert (pool.metrics.node_holds, pool.metrics.node_holds_landed) == (1, 1)
+
+
+def test_a_preempted_reserved_job_checkpoints_then_requeues_with_its_work_and_the_holder_takes_its_gpus() -> None:
+    pool = _pool_with_two_half_full_nodes()
+    pool.submit(Demand("fill", 4, T0, 7200.0, gpu_model="V100"), T0)
+    pool.submit(Demand("fill2", 4, T0, 7200.0, gpu_model="V100"), T0)
+    pool.schedule(T0)
+    assert [n.free_gpus for n in pool.nodes()] == [0, 0]
+    at = T0 + timedelta(minutes=10)
+    pool.events.run_until(at)
+    pool.metrics.advance(at)
+    pool.submit(Demand("urgent", 4, at, 1800.0, gpu_model="V100"), at)
+    pool.hold("onprem-0001", "urgent", at, at + timedelta(minutes=5))
+    pool.preempt("s1", at + timedelta(minutes=2))
+    stopping = {p.job.job_id: p for p in pool.running()}["s1"]
+    assert stopping.stopping_at == at + timedelta(seconds=60) and stopping.remaining_s(at) == 60.0
+    pool.preempt("s1", at + timedelta(minutes=2))  # asking again changes nothing
+    pool.events.run_until(at + timedelta(seconds=59))
+    assert "s1" in {p.job.job_id for p in pool.running()}
+    pool.events.run_until(at + timedelta(seconds=60))
+    running = {p.job.job_id: p.node_ids for p in pool.running()}
+    assert running["urgent"] == ("onprem-0001",)
+    (s1,) = [j for j in pool.pending() if j.job_id == "s1"]
+    assert (s1.done_s, s1.attempt, s1.queued_at) == (600.0, 1, at + timedelta(seconds=60))  # saved at the request
+    m = pool.metrics
+    assert (m.onprem_preemptions, m.reclaims, m.preemptions) == (1, 1, 0)
+    assert m.lost_gpu_hours == pytest.approx(4 / 60)  # the checkpoint write minute
+    assert (m.node_holds, m.node_holds_landed) == (1, 1)
+
+
+def test_preempting_a_cloud_job_a_finished_one_or_an_unknown_one_does_nothing() -> None:
+    pool = _pool_with_two_half_full_nodes()
+    pool.submit(Demand("c", 1, T0, 600.0, gpu_model="V100"), T0)
+    pool.expect("n1", SPOT, "c")
+    pool.join("n1")
+    pool.schedule(T0)
+    for job_id in ("c", "nobody"):
+        pool.preempt(job_id, T0 + timedelta(minutes=2))
+    pool.events.run_until(T0 + timedelta(minutes=40))  # s0 has ended
+    pool.preempt("s0", T0 + timedelta(minutes=42))
+    assert pool.metrics.onprem_preemptions == 0
+    assert all(p.stopping_at is None for p in pool.running())
