@@ -70,6 +70,7 @@ def _burster(config: BursterConfig, cost: CostModel) -> Policy:
                               move_back=p.reclaim_to_onprem, hold_nodes=p.hold_nodes, consolidate=p.consolidate,
                               requeue=config.pool.requeue),
         guards=guard_params(config),
+        preempt_onprem=p.preempt_onprem,
     ))
 
 

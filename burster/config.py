@@ -65,6 +65,7 @@ class PolicyConfig(_Section):
     reclaim_to_onprem: bool = True
     hold_nodes: bool = True
     consolidate: bool = True
+    preempt_onprem: bool = True
 
 
 class BudgetConfig(_Section):

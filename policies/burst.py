@@ -145,8 +145,10 @@ class _Room:
 
 
 def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
-          queue: ReservedQueue | None = None, wakes: list[datetime] | None = None) -> list[Launch]:
-    """Launches for the pending jobs that should not wait for reserved capacity.
+          queue: ReservedQueue | None = None, wakes: list[datetime] | None = None,
+          incoming: frozenset[str] = frozenset()) -> list[Launch]:
+    """Launches for the pending jobs that should not wait for reserved capacity (``incoming``: jobs
+    whose GPUs are on the way already, e.g. a preempted reserved job's).
 
     Jobs are projected by priority, then in the pool's queue order (``queue_key``).
 
@@ -161,9 +163,14 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     idle = _IdleCapacity(snapshot.cloud_nodes, live)
     room = _Room(snapshot, queue)
     served = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and n.state.value in _USABLE}
+    served |= incoming
+    holders = frozenset(n.held_for for n in snapshot.pool_nodes if n.held_for)
     launches: list[Launch] = []
     for job in sorted(snapshot.pending, key=lambda j: (-j.priority, queue_key(j), j.submitted_at, j.job_id)):
         if job.job_id in served:
+            continue
+        if job.job_id in holders and queue.held_room_s(job) <= cost.p.launch_latency_s:
+            queue.enqueue(job)  # its held nodes have room before a cloud node could boot
             continue
         wait_s = queue.expected_wait_s(job)
         waited_s = (now - job.submitted_at).total_seconds()

@@ -6,13 +6,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from burster.model import Snapshot
-from burster.plan import Action, Checkpoint, Drain, Plan
+from burster.plan import Action, Checkpoint, Drain, Hold, Plan
 from policies.burst import BurstParams, burst
 from policies.consolidate import consolidate
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.defrag import held_moves, hold_nodes
 from policies.guards import GuardParams, apply_guards, enforce_budget
+from policies.preempt import incoming, preempt_for_urgent
 from policies.queue import ReservedQueue
 from policies.quiet import with_quiet_until
 from policies.reclaim import ReclaimParams, idle_ttl, move_back, reserved_room
@@ -23,6 +24,7 @@ class BursterParams:
     burst: BurstParams = field(default_factory=BurstParams)
     reclaim: ReclaimParams = field(default_factory=ReclaimParams)
     guards: GuardParams = field(default_factory=GuardParams)
+    preempt_onprem: bool = True  # requeue a reserved job for an urgent one when that is cheaper (policies/preempt.py)
 
 
 class BursterPolicy:
@@ -43,14 +45,22 @@ class BursterPolicy:
         actions += handle_interruptions(snapshot)
         actions += switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s)
         wakes: list[datetime] = []
+        swaps: list[Action] = []
         if not stopping:  # no new launches while a hard budget is stopping the burn
-            actions += burst(snapshot, self.cost, p.burst, queue, wakes)
+            launches = burst(snapshot, self.cost, p.burst, queue, wakes, incoming(snapshot))
+            if p.preempt_onprem:
+                protected = p.guards.protected_node_ids
+                launches, swaps = preempt_for_urgent(snapshot, self.cost, p.burst, launches, protected)
+            actions += launches + swaps
         actions += idle_ttl(snapshot, p.reclaim)
         if p.reclaim.move_back:
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
             back: list[Checkpoint] = []
             if any(queue.free_gpus(m) > 0 for m in queue.total):  # else nothing to hold or move onto
                 room = reserved_room(snapshot, queue)  # free GPUs once the jobs leaving the cloud land
+                for hold in swaps:
+                    if isinstance(hold, Hold):
+                        room.withhold(hold.node_id)
                 if p.reclaim.hold_nodes:  # first: a move-back must not land on a node held for a job
                     actions += hold_nodes(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s,
                                           wakes, room)

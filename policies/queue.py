@@ -73,10 +73,16 @@ class ReservedQueue:
         if model is None:
             return INF
         if job.job_id in self._holders:
-            if self._held is None:
-                self._held = _held_room_s(self._pool_nodes, self._running, self._now_ts)
-            return min(self._held[job.job_id].room_s(job), self._projected_s(job, model))
+            return min(self.held_room_s(job), self._projected_s(job, model))
         return self._projected_s(job, model)
+
+    def held_room_s(self, job: Demand) -> float:
+        """Seconds until the nodes held for ``job`` have room for it (inf: none held, or never)."""
+        if job.job_id not in self._holders:
+            return INF
+        if self._held is None:
+            self._held = _held_room_s(self._pool_nodes, self._running, self._now_ts)
+        return self._held[job.job_id].room_s(job)
 
     def _projected_s(self, job: Demand, model: str) -> float:
         need = self._queued[model] + job.gpus

@@ -19,8 +19,9 @@ from policies.reclaim import ReclaimParams
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 OD8 = Offering("aws", "us-west-2", "usw2-az1", "p3.16xlarge", "V100", 8, Market.ON_DEMAND, 24.48)
+# the hold rule alone: preempting a reserved job for a queued one is policies/preempt.py's (test_preempt.py)
 POLICY = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.0)),
-                       BursterParams(burst=BurstParams(prewarm=False, cost_trigger=False)))
+                       BursterParams(burst=BurstParams(prewarm=False, cost_trigger=False), preempt_onprem=False))
 
 
 def snapshot(*, small_ends_min: tuple[float, float] = (30, 600), cloud_left_h: float = 10.0,

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from burster.model import Snapshot
-from burster.plan import Checkpoint, Drain, Hold, Launch, Terminate
+from burster.plan import Checkpoint, Drain, Hold, Launch, Preempt, Terminate
 from policies.baselines import OnDemandPolicy
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel
@@ -98,11 +98,29 @@ def test_reserved_capacity_is_used_before_any_cloud_launch(snap: Snapshot) -> No
 
 @SETTINGS
 @given(snapshots())
-def test_holds_are_on_free_reserved_nodes_for_cloud_jobs(snap: Snapshot) -> None:
+def test_holds_are_on_unheld_reserved_nodes_for_cloud_or_queued_jobs(snap: Snapshot) -> None:
     unheld = {n.node_id for n in snap.pool_nodes if not n.held_for}
-    on_cloud = {p.job.job_id for p in snap.running if p.on_cloud}
+    waiting = {p.job.job_id for p in snap.running if p.on_cloud} | {j.job_id for j in snap.pending}
     holds = [a for a in policy().decide(snap).actions if isinstance(a, Hold)]
     assert len({h.node_id for h in holds}) == len(holds), "a node is held for one job at most"
     for h in holds:
-        assert h.node_id in unheld and h.job_id in on_cloud
+        assert h.node_id in unheld and h.job_id in waiting
         assert snap.now <= h.start_at < h.until  # now: the work on it is overdue (counted as ending now)
+
+
+@SETTINGS
+@given(snapshots(), st.booleans())
+def test_a_preempted_job_runs_on_prem_off_protected_nodes_and_its_node_is_held_for_a_queued_job(
+        snap: Snapshot, guard: bool) -> None:
+    guards = GuardParams(protected_node_ids=frozenset({"onprem-0"} if guard else set()))
+    plan = BursterPolicy(CostModel(), BursterParams(guards=guards)).decide(snap)
+    on_prem = {p.job.job_id: p for p in snap.running if not p.on_cloud and p.stopping_at is None}
+    pending = {j.job_id for j in snap.pending}
+    holds = {h.node_id: h.job_id for h in plan.actions if isinstance(h, Hold)}
+    launched = {a.job_id for a in plan.launches}
+    for a in plan.actions:
+        if isinstance(a, Preempt):
+            assert a.job_id in on_prem and a.node_ids == on_prem[a.job_id].node_ids
+            assert not (guard and "onprem-0" in a.node_ids)
+            (node,) = a.node_ids
+            assert holds[node] in pending and holds[node] not in launched

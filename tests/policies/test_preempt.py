@@ -1,0 +1,107 @@
+"""Preempting a reserved job for an urgent one that would go to on-demand (policies/preempt.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNode, Snapshot
+from burster.plan import Hold, Launch, Preempt
+from policies.burst import BurstParams
+from policies.burster import BursterParams, BursterPolicy
+from policies.cost import CostModel, CostParams
+from policies.guards import GuardParams
+
+NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
+OD = Offering("aws", "us-east-1", "use1-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
+SPOT = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.92)
+COST = CostModel(CostParams(spot_interruptions_per_hour=0.5))
+POLICY = BursterPolicy(COST, BursterParams(burst=BurstParams(prewarm=False)))
+
+
+def urgent(slack_min: float = 5.0, run_min: float = 60.0) -> Demand:
+    """A strict 1-GPU job with too little slack for spot: it bursts to on-demand."""
+    deadline = NOW + timedelta(minutes=run_min + slack_min + 3)  # 3 min: a cloud node's boot
+    return Demand("urgent", 1, NOW - timedelta(minutes=1), run_min * 60, gpu_model="V100", deadline=deadline,
+                  job_class=JobClass.STRICT)
+
+
+def on_prem(job_id: str, gpus: int, left_min: float, **kw: object) -> Placement:
+    job = Demand(job_id, gpus, NOW - timedelta(hours=5), 3600 + left_min * 60, gpu_model="V100", **kw)  # type: ignore[arg-type]
+    return Placement(job, ("onprem-0",), NOW - timedelta(hours=1), False, Market.RESERVED)
+
+
+def snapshot(*running: Placement, pending: tuple[Demand, ...] | None = None) -> Snapshot:
+    """One full 8-GPU reserved node running ``running``."""
+    pool = (PoolNode("onprem-0", "V100", 8, 8 - sum(p.job.gpus for p in running)),)
+    return Snapshot(NOW, (urgent(),) if pending is None else pending, running, pool, (), (OD, SPOT))
+
+
+def kinds(policy: BursterPolicy, snap: Snapshot) -> list[tuple[str, str]]:
+    out = []
+    for a in policy.decide(snap).actions:
+        if isinstance(a, Launch):
+            out.append(("launch", f"{a.job_id}@{a.offering.market.value}"))
+        elif isinstance(a, Preempt | Hold):
+            out.append((type(a).__name__.lower(), a.job_id))
+    return out
+
+
+def test_without_reserved_work_to_move_the_urgent_job_goes_to_on_demand() -> None:
+    bulk = on_prem("bulk", 8, 600, deadline=NOW + timedelta(hours=11), job_class=JobClass.STRICT)
+    assert kinds(POLICY, snapshot(bulk)) == [("launch", "urgent@on_demand")]
+
+
+def test_a_reserved_job_that_can_run_on_spot_is_requeued_and_its_node_held_for_the_urgent_one() -> None:
+    bulk = on_prem("bulk", 7, 600, deadline=NOW + timedelta(hours=11), job_class=JobClass.STRICT)
+    plan = POLICY.decide(snapshot(bulk, on_prem("k", 1, 120)))
+    preempt, hold = plan.actions
+    assert isinstance(preempt, Preempt) and isinstance(hold, Hold)
+    assert (preempt.job_id, preempt.node_ids, preempt.deadline) == ("k", ("onprem-0",), NOW + timedelta(minutes=2))
+    assert (hold.node_id, hold.job_id, hold.start_at) == ("onprem-0", "urgent", NOW)
+    assert "so that job urgent runs on onprem-0 instead of aws/use1-az1/p3.2xlarge/on_demand" in preempt.reason
+
+
+def test_the_cheapest_job_to_send_away_is_chosen() -> None:
+    # both are best-effort; sending 7 GPUs to the cloud costs more than sending 1
+    got = kinds(POLICY, snapshot(on_prem("bulk", 7, 600), on_prem("k", 1, 600)))
+    assert got == [("preempt", "k"), ("hold", "urgent")]
+
+
+def test_a_reserved_job_ending_before_a_boot_is_waited_for_not_preempted() -> None:
+    bulk = on_prem("bulk", 7, 600, deadline=NOW + timedelta(hours=11), job_class=JobClass.STRICT)
+    plan = POLICY.decide(snapshot(bulk, on_prem("k", 1, 2)))
+    (hold,) = plan.actions
+    assert isinstance(hold, Hold) and hold.start_at == NOW + timedelta(minutes=2)
+    assert "ends there in 120s, before a cloud node could boot" in hold.reason
+    # the next pass: the urgent job waits for its held node rather than bursting again
+    held = snapshot(bulk, on_prem("k", 1, 2))
+    held = replace(held, pool_nodes=(replace(held.pool_nodes[0], held_for="urgent"),))
+    assert POLICY.decide(held).actions == ()
+
+
+def test_a_tight_reserved_job_or_a_protected_node_is_left_alone() -> None:
+    bulk = on_prem("bulk", 7, 600, deadline=NOW + timedelta(hours=11), job_class=JobClass.STRICT)
+    tight = on_prem("k", 1, 120, deadline=NOW + timedelta(minutes=140), job_class=JobClass.STRICT)
+    assert kinds(POLICY, snapshot(bulk, tight)) == [("launch", "urgent@on_demand")]
+    guards = GuardParams(protected_node_ids=frozenset({"onprem-0"}))
+    guarded = BursterPolicy(COST, replace(POLICY.params, guards=guards))
+    assert kinds(guarded, snapshot(bulk, on_prem("k", 1, 120))) == [("launch", "urgent@on_demand")]
+
+
+def test_a_job_already_stopping_frees_its_node_for_the_holder_and_is_not_preempted_twice() -> None:
+    bulk = on_prem("bulk", 7, 600, deadline=NOW + timedelta(hours=11), job_class=JobClass.STRICT)
+    k = replace(on_prem("k", 1, 120), stopping_at=NOW + timedelta(minutes=1))
+    assert k.remaining_s(NOW) == 60.0  # its GPUs free at the stop
+    snap = snapshot(bulk, k)
+    snap = replace(snap, pool_nodes=(replace(snap.pool_nodes[0], held_for="urgent"),))
+    assert POLICY.decide(snap).actions == ()
+
+
+def test_the_rule_can_be_turned_off_and_spot_launches_are_not_replaced() -> None:
+    off = BursterPolicy(COST, replace(POLICY.params, preempt_onprem=False))
+    bulk = on_prem("bulk", 7, 600)
+    assert kinds(off, snapshot(bulk, on_prem("k", 1, 120))) == [("launch", "urgent@on_demand")]
+    relaxed = replace(urgent(slack_min=300), deadline=None, job_class=JobClass.BEST_EFFORT,
+                      submitted_at=NOW - timedelta(hours=1))
+    assert kinds(POLICY, snapshot(bulk, on_prem("k", 1, 120), pending=(relaxed,))) == [("launch", "urgent@spot")]
