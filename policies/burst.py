@@ -19,11 +19,11 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from burster.model import Demand, JobClass, Market, Node, Offering, Snapshot, queue_key
+from burster.model import Demand, JobClass, Market, Node, Offering, PoolNode, Snapshot, queue_key
 from burster.plan import Launch, request_id
 from policies.cost import CostModel
 from policies.offers import ANY, OfferBook, offer_book
-from policies.queue import ReservedQueue
+from policies.queue import ReservedQueue, held_by_job
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,12 +164,12 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     room = _Room(snapshot, queue)
     served = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and n.state.value in _USABLE}
     served |= incoming
-    holders = frozenset(n.held_for for n in snapshot.pool_nodes if n.held_for)
+    held = held_by_job(snapshot.pool_nodes)
     launches: list[Launch] = []
     for job in sorted(snapshot.pending, key=lambda j: (-j.priority, queue_key(j), j.submitted_at, j.job_id)):
         if job.job_id in served:
             continue
-        if job.job_id in holders and queue.held_room_s(job) <= cost.p.launch_latency_s:
+        if job.job_id in held and _held_room_soon(job, held[job.job_id], queue, cost):
             queue.enqueue(job)  # its held nodes have room before a cloud node could boot
             continue
         wait_s = queue.expected_wait_s(job)
@@ -193,6 +193,15 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     if params.prewarm and snapshot.signals:
         launches += prewarm(snapshot, cost, book, queue, idle.free)
     return launches
+
+
+def _held_room_soon(job: Demand, nodes: list[PoolNode], queue: ReservedQueue, cost: CostModel) -> bool:
+    """Whether the nodes held for ``job`` have room for it now, or will before a cloud node could
+    boot (by the expected ends of the work on them; overdue work is not counted as ending)."""
+    room_s = queue.held_room_s(job)
+    if room_s > 0.0:
+        return room_s <= cost.p.launch_latency_s
+    return sum(n.free_gpus >= job.gpus_per_node for n in nodes) >= job.nodes
 
 
 def _consider(job: Demand, wait_s: float, waited_s: float, now: datetime, cost: CostModel,

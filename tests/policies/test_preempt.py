@@ -105,3 +105,11 @@ def test_the_rule_can_be_turned_off_and_spot_launches_are_not_replaced() -> None
     relaxed = replace(urgent(slack_min=300), deadline=None, job_class=JobClass.BEST_EFFORT,
                       submitted_at=NOW - timedelta(hours=1))
     assert kinds(POLICY, snapshot(bulk, on_prem("k", 1, 120), pending=(relaxed,))) == [("launch", "urgent@spot")]
+
+
+def test_a_held_node_whose_job_is_overdue_is_not_waited_for() -> None:
+    bulk = on_prem("bulk", 7, 600, deadline=NOW + timedelta(hours=11), job_class=JobClass.STRICT)
+    overdue = on_prem("k", 1, -5)  # its estimate ran out 5 min ago: it may end any moment, or not
+    snap = snapshot(bulk, overdue)
+    snap = replace(snap, pool_nodes=(replace(snap.pool_nodes[0], held_for="urgent"),))
+    assert kinds(POLICY, snap) == [("launch", "urgent@on_demand")]  # and it is not preempted either
