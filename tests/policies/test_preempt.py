@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Hold, Launch, Preempt
 from policies.burst import BurstParams
@@ -113,3 +116,40 @@ def test_a_held_node_whose_job_is_overdue_is_not_waited_for() -> None:
     snap = snapshot(bulk, overdue)
     snap = replace(snap, pool_nodes=(replace(snap.pool_nodes[0], held_for="urgent"),))
     assert kinds(POLICY, snap) == [("launch", "urgent@on_demand")]  # and it is not preempted either
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), st.floats(-30, 900), st.booleans()), min_size=1, max_size=4),
+       st.integers(1, 4), st.floats(0, 20), st.floats(10, 240))
+def test_preempts_and_waits_keep_their_invariants(reserved: list[tuple[int, float, bool]], gpus: int,
+                                                  slack_min: float, run_min: float) -> None:
+    """Random reserved jobs (GPUs, minutes left, with a deadline?) on one node and a random urgent job:
+    whatever the rule does, it preempts only a running single-node job that is not overdue, the node
+    then has room for the urgent job, and that job gets the node held instead of a launch."""
+    running = []
+    for i, (g, left, tight) in enumerate(reserved):
+        kw = {"deadline": NOW + timedelta(minutes=left + 20), "job_class": JobClass.STRICT} if tight else {}
+        running.append(on_prem(f"r{i}", g, left, **kw))
+    used = sum(p.job.gpus for p in running)
+    if used > 8:
+        return
+    if used < 8:  # the rest of the node: a job that cannot move (its deadline is too close)
+        running.append(on_prem("fill", 8 - used, 600, deadline=NOW + timedelta(minutes=610),
+                               job_class=JobClass.STRICT))
+    job = replace(urgent(slack_min, run_min), gpus=gpus)
+    snap = snapshot(*running, pending=(job,))
+    plan = POLICY.decide(snap)
+    by_id = {p.job.job_id: p for p in running}
+    holds = {a.node_id: a for a in plan.actions if isinstance(a, Hold)}
+    preempts = [a for a in plan.actions if isinstance(a, Preempt)]
+    assert len(preempts) <= 1 and len(holds) <= 1
+    for a in preempts:
+        p = by_id[a.job_id]
+        assert p.remaining_s(NOW) > COST.p.launch_latency_s and a.node_ids == ("onprem-0",)
+        assert snap.pool_nodes[0].free_gpus + p.job.gpus >= job.gpus
+        assert holds["onprem-0"].job_id == "urgent" and holds["onprem-0"].start_at == NOW
+    if holds:
+        assert not any(isinstance(a, Launch) and a.job_id == "urgent" for a in plan.actions)
+        hold = holds["onprem-0"]
+        if not preempts:  # waiting for a job that ends before a boot would
+            assert NOW < hold.start_at <= NOW + timedelta(seconds=COST.p.launch_latency_s)
