@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from burster.model import Demand, Market, Placement, PoolNode, Snapshot
+from burster.model import Demand, Market, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Action, Hold, Launch, Preempt
 from policies.burst import BurstParams, choose, slack_s
 from policies.cost import CostModel
@@ -39,10 +39,10 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     if not urgent:
         return list(launches), []
     now = snapshot.now
-    book = offer_book(snapshot, cost)
     nodes = {n.node_id: n for n in snapshot.pool_nodes}
     movable = [p for p in snapshot.running if not p.on_cloud and p.stopping_at is None and p.job.nodes == 1
                and len(p.node_ids) == 1 and p.node_ids[0] not in protected]
+    away = _Away(cost, params, offer_book(snapshot, cost), now)
     replaced: set[str] = set()
     taken: set[str] = set()
     actions: list[Action] = []
@@ -59,7 +59,13 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
             left_s = p.remaining_s(now)
             if node is None or node.node_id in taken or node.held_for or left_s <= 0 or not _fits(job, p, node):
                 continue  # (an overdue job may end any moment, or run on: neither waited for nor sent away)
-            usd = 0.0 if left_s <= wait_limit_s else _displace_usd(p, job, rate, cost, params, book, now)
+            if left_s <= wait_limit_s:
+                usd = 0.0
+            else:
+                floor = away.floor_usd(p, job, rate)
+                if launch_usd - floor <= 0 or (best is not None and launch_usd - floor < best[0]):
+                    continue  # it cannot beat the launch, or the best so far
+                usd = away.usd(p, job)
             if usd < launch_usd and (best is None or (launch_usd - usd, -left_s) > best[:2]):
                 best = (launch_usd - usd, -left_s, p, node.node_id)
         if best is None:
@@ -95,24 +101,69 @@ def _fits(job: Demand, p: Placement, node: PoolNode) -> bool:
         <= node.free_gpus + p.job.gpus
 
 
-def _displace_usd(p: Placement, urgent: Demand, urgent_rate: float, cost: CostModel, params: BurstParams,
-                  book: OfferBook, now: datetime) -> float:
-    """Expected $ of sending reserved job ``p`` to the cloud for as long as ``urgent`` runs: inf when
-    it has no offering, its deadline would not keep the margin, or its GPU-hours cost no less there
-    than the urgent job's (``urgent_rate``, $ per GPU-hour; a swap moves work to a cheaper market,
-    it does not merely shorten the cloud run)."""
-    pause_s = cost.p.checkpoint_write_s + cost.p.launch_latency_s + cost.p.restart_overhead_s
-    job = p.job_now(now)
-    later = now + timedelta(seconds=pause_s)
-    if slack_s(job, later, cost) < params.deadline_margin_s + cost.p.restart_overhead_s:
-        return math.inf
-    offering = choose(job, later, cost, params, book)
-    if offering is None or cost.run_rate_usd_per_hour(job, offering) / job.gpus >= urgent_rate:
-        return math.inf
-    away_s = min(job.remaining_s, urgent.remaining_s)
-    away = replace(job, est_runtime_s=away_s + cost.p.restart_overhead_s, done_s=0.0)
-    usd = cost.job_cost_usd(away, offering) + cost.deadline_risk_usd(away, offering, slack_s(job, later, cost))
-    usd += cost.wait_cost_usd(job, pause_s, now, deadline=False)
-    if job.remaining_s > away_s:  # it comes back: one more pause
-        usd += cost.wait_cost_usd(job, cost.p.checkpoint_write_s + cost.p.restart_overhead_s, now, deadline=False)
-    return usd
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """Where a reserved job would go if sent away now, and what of its price does not depend on how long."""
+
+    job: Demand  # as it stands now (work done counted)
+    offering: Offering
+    hourly_usd: float  # its gang's expected $ per hour of run there (rework included)
+    per_gpu_usd: float  # the same per GPU
+    slack_s: float  # its deadline slack after the pause
+    pause_usd: float  # wait value of the pause: checkpoint write, boot, restart
+
+
+class _Away:
+    """The price of sending reserved jobs to the cloud, per job worked out once per pass.
+
+    ``usd``: expected $ of sending a job away for as long as an urgent job runs: its cloud run, a
+    restart and a boot billed, its deadline risk there, its pause's wait value and, when it has work
+    left after that, one more pause for the move back. Inf when it has no offering, its deadline
+    would not keep the margin, or its GPU-hours cost no less on the cloud than the urgent job's
+    (a swap moves work to a cheaper market, it does not merely shorten the cloud run)."""
+
+    def __init__(self, cost: CostModel, params: BurstParams, book: OfferBook, now: datetime) -> None:
+        self.cost, self.params, self.book, self.now = cost, params, book, now
+        self._targets: dict[str, _Target | None] = {}
+
+    def target(self, p: Placement) -> _Target | None:
+        key = p.job.job_id
+        if key not in self._targets:
+            self._targets[key] = self._target(p)
+        return self._targets[key]
+
+    def _target(self, p: Placement) -> _Target | None:
+        cost = self.cost
+        pause_s = cost.p.checkpoint_write_s + cost.p.launch_latency_s + cost.p.restart_overhead_s
+        job = p.job_now(self.now)
+        later = self.now + timedelta(seconds=pause_s)
+        slack = slack_s(job, later, cost)
+        if slack < self.params.deadline_margin_s + cost.p.restart_overhead_s:
+            return None
+        offering = choose(job, later, cost, self.params, self.book)
+        if offering is None:
+            return None
+        hourly = cost.run_rate_usd_per_hour(job, offering)
+        return _Target(job, offering, hourly, hourly / job.gpus, slack,
+                       cost.wait_cost_usd(job, pause_s, self.now, deadline=False))
+
+    def floor_usd(self, p: Placement, urgent: Demand, urgent_rate: float) -> float:
+        """A lower bound of ``usd`` (inf where ``usd`` is), cheap: no billing rules, no risk."""
+        t = self.target(p)
+        if t is None or t.per_gpu_usd >= urgent_rate:
+            return math.inf
+        away_s = min(t.job.remaining_s, urgent.remaining_s)
+        # billed >= run - half an increment (Azure rounds down) >= run - 60 s
+        return t.pause_usd + t.hourly_usd * max(away_s - 60.0, 0.0) / 3600.0
+
+    def usd(self, p: Placement, urgent: Demand) -> float:
+        t = self.target(p)
+        assert t is not None
+        cost = self.cost
+        away_s = min(t.job.remaining_s, urgent.remaining_s)
+        run = replace(t.job, est_runtime_s=away_s + cost.p.restart_overhead_s, done_s=0.0)
+        usd = cost.job_cost_usd(run, t.offering) + cost.deadline_risk_usd(run, t.offering, t.slack_s) + t.pause_usd
+        if t.job.remaining_s > away_s:  # it comes back: one more pause
+            usd += cost.wait_cost_usd(t.job, cost.p.checkpoint_write_s + cost.p.restart_overhead_s, self.now,
+                                      deadline=False)
+        return usd
