@@ -115,18 +115,21 @@ class CostModel:
         """Hours a future run of ``run_s`` seconds is expected to bill (``BillingRule.expected_billed_s``)."""
         return billing_rule(provider).expected_billed_s(run_s) / 3600.0
 
-    def job_cost_usd(self, job: Demand, offering: Offering) -> float:
-        """Expected $ to finish ``job`` on ``offering``: nodes x price x billed (work + rework)."""
+    def job_cost_usd(self, job: Demand, offering: Offering, work_s: float | None = None) -> float:
+        """Expected $ to finish ``job`` on ``offering``: nodes x price x billed (work + rework); the
+        work is its remaining run, or ``work_s`` seconds of it."""
         if offering.market is Market.RESERVED:
             return 0.0
         nodes = self.nodes_for(job, offering)
-        run_s = job.remaining_s * (1 + self.rework_fraction(offering, job.checkpoint_interval_s, nodes))
+        work = job.remaining_s if work_s is None else work_s
+        run_s = work * (1 + self.rework_fraction(offering, job.checkpoint_interval_s, nodes))
         run_s += self.p.launch_latency_s  # nodes bill while they boot and join
         hours = self.billed_hours(offering.provider, run_s)
         return nodes * offering.price_per_hour_usd * hours
 
-    def deadline_risk_usd(self, job: Demand, offering: Offering, slack_s: float) -> float:
-        """Expected deadline-miss $ of running ``job`` on spot ``offering`` from now, ``slack_s`` ahead.
+    def deadline_risk_usd(self, job: Demand, offering: Offering, slack_s: float, work_s: float | None = None) -> float:
+        """Expected deadline-miss $ of running ``job`` (its remaining run, or ``work_s`` seconds of it) on
+        spot ``offering`` from now, ``slack_s`` ahead.
 
         An interruption costs a changeover (restart + relaunch) plus, unless the notice leaves time
         for a checkpoint, the work since the job's last periodic checkpoint; it causes a miss when
@@ -137,10 +140,11 @@ class CostModel:
         if job.deadline is None or job.job_class is JobClass.BEST_EFFORT or offering.market is not Market.SPOT:
             return 0.0
         room = slack_s - self.p.restart_overhead_s - self.p.launch_latency_s
+        work = job.remaining_s if work_s is None else work_s
         if self.saves_on_notice(offering):
-            exposed = job.remaining_s if room < 0 else 0.0
+            exposed = work if room < 0 else 0.0
         else:
-            exposed = exposed_s(job.remaining_s, job.checkpoint_interval_s, room)
+            exposed = exposed_s(work, job.checkpoint_interval_s, room)
         rate = self.nodes_for(job, offering) * self.interruption_rate(offering)
         p_miss = 1.0 - math.exp(-rate * exposed / 3600.0)
         return p_miss * self.p.deadline_miss_usd * (1.0 if job.job_class is JobClass.STRICT else 0.25)

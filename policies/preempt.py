@@ -16,11 +16,11 @@ has work left after that, a move back; and its pauses cost their wait value. Sin
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from burster.billing import billing_rule
 from burster.model import Demand, Market, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Action, Hold, Launch, Preempt
 from policies.burst import BurstParams, choose, slack_s
@@ -39,51 +39,29 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     if not urgent:
         return list(launches), []
     now = snapshot.now
-    nodes = {n.node_id: n for n in snapshot.pool_nodes}
-    movable = [p for p in snapshot.running if not p.on_cloud and p.stopping_at is None and p.job.nodes == 1
-               and len(p.node_ids) == 1 and p.node_ids[0] not in protected]
-    away = _Away(cost, params, offer_book(snapshot, cost), now)
+    reserved = _Reserved(snapshot, protected, _Away(cost, params, offer_book(snapshot, cost), now))
     replaced: set[str] = set()
-    taken: set[str] = set()
     actions: list[Action] = []
     for launch, job in sorted(urgent, key=lambda aj: (-cost.job_cost_usd(aj[1], aj[0].offering), aj[1].job_id)):
         if slack_s(job, now, cost) + cost.p.launch_latency_s < cost.p.checkpoint_write_s:
             continue  # it could not wait for the checkpoint
         launch_usd = cost.job_cost_usd(job, launch.offering)
-        rate = cost.run_rate_usd_per_hour(job, launch.offering) / job.gpus
-        # a reserved job ending before a cloud node could boot, in time for the deadline, is waited for
-        wait_limit_s = min(cost.p.launch_latency_s, slack_s(job, now, cost) + cost.p.launch_latency_s)
-        best: tuple[float, float, Placement, str] | None = None
-        for p in movable:
-            node = nodes.get(p.node_ids[0])
-            left_s = p.remaining_s(now)
-            if node is None or node.node_id in taken or node.held_for or left_s <= 0 or not _fits(job, p, node):
-                continue  # (an overdue job may end any moment, or run on: neither waited for nor sent away)
-            if left_s <= wait_limit_s:
-                usd = 0.0
-            else:
-                floor = away.floor_usd(p, job, rate)
-                if launch_usd - floor <= 0 or (best is not None and launch_usd - floor < best[0]):
-                    continue  # it cannot beat the launch, or the best so far
-                usd = away.usd(p, job)
-            if usd < launch_usd and (best is None or (launch_usd - usd, -left_s) > best[:2]):
-                best = (launch_usd - usd, -left_s, p, node.node_id)
-        if best is None:
+        choice = reserved.choose(job, launch_usd, cost.run_rate_usd_per_hour(job, launch.offering) / job.gpus)
+        if choice is None:
             continue
-        saving, minus_left_s, p, node_id = best
-        taken.add(node_id)
-        movable.remove(p)
+        saving, wait, p, node_id = choice
         replaced.add(launch.request_id)
+        left_s = p.remaining_s(now)
         instead = f"instead of {launch.offering.key} (${launch_usd:.2f})"
-        if -minus_left_s <= wait_limit_s:
-            ends = now + timedelta(seconds=-minus_left_s)
+        if wait:
+            ends = now + timedelta(seconds=left_s)
             actions.append(Hold(node_id, job.job_id, ends, ends + timedelta(seconds=cost.p.launch_latency_s), reason=(
                 f"hold {node_id} for job {job.job_id}: reserved job {p.job.job_id} ends there in "
-                f"{-minus_left_s:.0f}s, before a cloud node could boot; it runs there {instead}")))
+                f"{left_s:.0f}s, before a cloud node could boot; it runs there {instead}")))
             continue
         deadline = now + timedelta(seconds=2 * cost.p.checkpoint_write_s)
         actions.append(Preempt(p.job.job_id, p.node_ids, deadline, reason=(
-            f"requeue reserved job {p.job.job_id} ({p.job.gpus} GPUs, {-minus_left_s / 3600.0:.1f} h left) so that "
+            f"requeue reserved job {p.job.job_id} ({p.job.gpus} GPUs, {left_s / 3600.0:.1f} h left) so that "
             f"job {job.job_id} runs on {node_id} {instead}: saves ${saving:.2f}")))
         actions.append(Hold(node_id, job.job_id, now, deadline + timedelta(seconds=cost.p.launch_latency_s), reason=(
             f"hold {node_id} for job {job.job_id} while {p.job.job_id} checkpoints")))
@@ -96,9 +74,84 @@ def incoming(snapshot: Snapshot) -> frozenset[str]:
     return frozenset(n.held_for for n in snapshot.pool_nodes if n.held_for and n.node_id in stopping)
 
 
-def _fits(job: Demand, p: Placement, node: PoolNode) -> bool:
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    index: int  # place in the snapshot (the last tie-break)
+    placement: Placement
+    node: PoolNode
+    left_s: float  # until it ends
+
+
+class _Reserved:
+    """The reserved jobs an urgent job may take the node of: running single-node jobs, not stopping,
+    not overdue (an overdue job may end any moment, or run on), on unheld, unprotected nodes. Each
+    node (so each job) goes to one urgent job at most."""
+
+    def __init__(self, snapshot: Snapshot, protected: frozenset[str], away: _Away) -> None:
+        nodes = {n.node_id: n for n in snapshot.pool_nodes}
+        self.away = away
+        self.taken: set[str] = set()
+        self.candidates: list[_Candidate] = []
+        for i, p in enumerate(snapshot.running):
+            if p.on_cloud or p.stopping_at is not None or p.job.nodes != 1 or len(p.node_ids) != 1:
+                continue
+            node = nodes.get(p.node_ids[0])
+            left_s = p.remaining_s(away.now)
+            if node is not None and not node.held_for and node.node_id not in protected and left_s > 0:
+                self.candidates.append(_Candidate(i, p, node, left_s))
+
+    def choose(self, job: Demand, launch_usd: float, rate: float) -> tuple[float, bool, Placement, str] | None:
+        """(saving, wait?, reserved job, node) for an urgent job whose launch costs ``launch_usd`` at
+        ``rate`` $ per GPU-hour: the job ending soonest before a cloud node could boot (in time for
+        the deadline), else the one cheapest to send away, if that saves money; ties go to the sooner
+        end, then the earlier in the snapshot. The node is taken."""
+        cost = self.away.cost
+        fitting = [c for c in self.candidates if c.node.node_id not in self.taken and _fits(job, c)]
+        wait_limit_s = min(cost.p.launch_latency_s, slack_s(job, self.away.now, cost) + cost.p.launch_latency_s)
+        waits = [c for c in fitting if c.left_s <= wait_limit_s]
+        if waits:
+            c = min(waits, key=lambda c: (c.left_s, c.index))
+            self.taken.add(c.node.node_id)
+            return launch_usd, True, c.placement, c.node.node_id
+        floors = sorted(self._floors(fitting, job, launch_usd, rate))
+        best: tuple[float, float, int, _Candidate] | None = None
+        for floor, _, c in floors:
+            if best is not None and launch_usd - floor < best[0] - 1e-9:
+                break  # sorted by floor: none after this can save more (within rounding: ties count)
+            saving = launch_usd - self.away.usd(c.placement, job)
+            if saving > 0 and (best is None or (saving, -c.left_s, -c.index) > best[:3]):
+                best = (saving, -c.left_s, -c.index, c)
+        if best is None:
+            return None
+        self.taken.add(best[3].node.node_id)
+        return best[0], False, best[3].placement, best[3].node.node_id
+
+
+    def _floors(self, fitting: list[_Candidate], job: Demand, launch_usd: float,
+                rate: float) -> list[tuple[float, int, _Candidate]]:
+        """(a lower bound of ``_Away.usd``, index, candidate) for the candidates that can be sent
+        away, whose GPU-hours are cheaper on the cloud than ``rate``, and whose bound is below the
+        launch's cost. Cheap arithmetic: no billing rules, no risk (inline: the hot loop)."""
+        restart_s, urgent_s = self.away.cost.p.restart_overhead_s, job.remaining_s
+        out = []
+        for c in fitting:
+            t = self.away.target(c.placement)
+            if t is None or t.per_gpu_usd >= rate:
+                continue
+            left_s = t.job.remaining_s
+            away_s = left_s if left_s < urgent_s else urgent_s
+            floor = t.pause_usd + t.hourly_usd * (away_s + restart_s) / 3600.0 + t.fixed_usd
+            if left_s > away_s:
+                floor += t.back_usd
+            if floor < launch_usd:
+                out.append((floor, c.index, c))
+        return out
+
+
+def _fits(job: Demand, c: _Candidate) -> bool:
+    node = c.node
     return (not job.gpu_model or job.gpu_model == node.gpu_model) and node.free_gpus < job.gpus \
-        <= node.free_gpus + p.job.gpus
+        <= node.free_gpus + c.placement.job.gpus
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +162,10 @@ class _Target:
     offering: Offering
     hourly_usd: float  # its gang's expected $ per hour of run there (rework included)
     per_gpu_usd: float  # the same per GPU
+    fixed_usd: float  # billed beyond the run at least: its nodes' boot, less what rounding down may take off
     slack_s: float  # its deadline slack after the pause
     pause_usd: float  # wait value of the pause: checkpoint write, boot, restart
+    back_usd: float  # wait value of a move back: checkpoint write, restart
 
 
 class _Away:
@@ -118,9 +173,10 @@ class _Away:
 
     ``usd``: expected $ of sending a job away for as long as an urgent job runs: its cloud run, a
     restart and a boot billed, its deadline risk there, its pause's wait value and, when it has work
-    left after that, one more pause for the move back. Inf when it has no offering, its deadline
-    would not keep the margin, or its GPU-hours cost no less on the cloud than the urgent job's
-    (a swap moves work to a cheaper market, it does not merely shorten the cloud run)."""
+    left after that, one more pause for the move back. No target when it has no offering or its
+    deadline would not keep the margin; ``_Reserved`` also skips it when its GPU-hours cost no less
+    on the cloud than the urgent job's (a swap moves work to a cheaper market, it does not merely
+    shorten the cloud run)."""
 
     def __init__(self, cost: CostModel, params: BurstParams, book: OfferBook, now: datetime) -> None:
         self.cost, self.params, self.book, self.now = cost, params, book, now
@@ -144,26 +200,21 @@ class _Away:
         if offering is None:
             return None
         hourly = cost.run_rate_usd_per_hour(job, offering)
-        return _Target(job, offering, hourly, hourly / job.gpus, slack,
-                       cost.wait_cost_usd(job, pause_s, self.now, deadline=False))
-
-    def floor_usd(self, p: Placement, urgent: Demand, urgent_rate: float) -> float:
-        """A lower bound of ``usd`` (inf where ``usd`` is), cheap: no billing rules, no risk."""
-        t = self.target(p)
-        if t is None or t.per_gpu_usd >= urgent_rate:
-            return math.inf
-        away_s = min(t.job.remaining_s, urgent.remaining_s)
-        # billed >= run - half an increment (Azure rounds down) >= run - 60 s
-        return t.pause_usd + t.hourly_usd * max(away_s - 60.0, 0.0) / 3600.0
+        node_usd = cost.nodes_for(job, offering) * offering.price_per_hour_usd
+        rule = billing_rule(offering.provider)
+        rounded_off_s = 0.0 if rule.round_up else rule.increment_s / 2  # a forecast bills run - this, at least
+        fixed = node_usd * (cost.p.launch_latency_s - rounded_off_s) / 3600.0
+        return _Target(job, offering, hourly, hourly / job.gpus, fixed,
+                       slack, cost.wait_cost_usd(job, pause_s, self.now, deadline=False),
+                       cost.wait_cost_usd(job, cost.p.checkpoint_write_s + cost.p.restart_overhead_s, self.now,
+                                          deadline=False))
 
     def usd(self, p: Placement, urgent: Demand) -> float:
         t = self.target(p)
         assert t is not None
         cost = self.cost
         away_s = min(t.job.remaining_s, urgent.remaining_s)
-        run = replace(t.job, est_runtime_s=away_s + cost.p.restart_overhead_s, done_s=0.0)
-        usd = cost.job_cost_usd(run, t.offering) + cost.deadline_risk_usd(run, t.offering, t.slack_s) + t.pause_usd
-        if t.job.remaining_s > away_s:  # it comes back: one more pause
-            usd += cost.wait_cost_usd(t.job, cost.p.checkpoint_write_s + cost.p.restart_overhead_s, self.now,
-                                      deadline=False)
-        return usd
+        work_s = away_s + cost.p.restart_overhead_s
+        usd = cost.job_cost_usd(t.job, t.offering, work_s) + t.pause_usd \
+            + cost.deadline_risk_usd(t.job, t.offering, t.slack_s, work_s)
+        return usd + t.back_usd if t.job.remaining_s > away_s else usd
