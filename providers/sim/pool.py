@@ -127,7 +127,8 @@ class SimPool:
         self._dirty()
 
     def preempt(self, job_id: str, deadline: datetime) -> None:
-        """Checkpoint an on-prem job (``checkpoint_s``), then requeue it with all its work saved."""
+        """Checkpoint an on-prem job, then requeue it with the work done up to the request saved (the
+        simulated checkpoint always takes ``checkpoint_s``, well inside any ``deadline`` the policy sets)."""
         run = self.runs.get(job_id)
         if run is None or run.on_cloud or run.checkpoint_at is not None:
             return
