@@ -126,7 +126,6 @@ class _Reserved:
         self.taken.add(best[3].node.node_id)
         return best[0], False, best[3].placement, best[3].node.node_id
 
-
     def _floors(self, fitting: list[_Candidate], job: Demand, launch_usd: float,
                 rate: float) -> list[tuple[float, int, _Candidate]]:
         """(a lower bound of ``_Away.usd``, index, candidate) for the candidates that can be sent
