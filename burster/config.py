@@ -66,6 +66,7 @@ class PolicyConfig(_Section):
     hold_nodes: bool = True
     consolidate: bool = True
     preempt_onprem: bool = True
+    defer_to_budget: bool = True
 
 
 class BudgetConfig(_Section):

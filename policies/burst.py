@@ -5,7 +5,10 @@ start it soon enough, it stays queued. Otherwise it bursts when the cost of wait
 exceeds the cloud cost, or when the wait would pass its wait budget
 (max(max_wait_s, wait_fraction x runtime)), or would leave less than the margin of deadline slack,
 or would use up the deadline slack a spot run needs (so a deadline job is not pushed onto
-on-demand by queueing). A gang launches all its nodes in one Launch (all or none).
+on-demand by queueing). With ``defer_to_budget``, a job whose budget is longer than the floor
+(``max_wait_s``) treats its budget as a service level: it waits for reserved GPUs, whatever the
+wait costs, until only a boot and a margin of the budget are left (the deadline rules still
+apply). A gang launches all its nodes in one Launch (all or none).
 
 Market choice follows Uniform Progress with rework: a spot offering qualifies for a deadline job
 only while the slack covers its expected rework (interruptions x lost work, per gang member) plus
@@ -45,6 +48,10 @@ class BurstParams:
     by_price: bool = False
     # burst a deadline job when waiting would leave less than deadline_margin_s of slack
     deadline_trigger: bool = True
+    # a job whose wait budget is longer than max_wait_s waits for reserved GPUs until its budget is
+    # nearly spent (a boot and defer_margin_s left), and the cost trigger does not apply to it
+    defer_to_budget: bool = False
+    defer_margin_s: float = 120.0  # beyond the modelled boot: slower boots, a pass's granularity
 
 
 def slack_s(job: Demand, now: datetime, cost: CostModel) -> float:
@@ -85,6 +92,17 @@ def spot_slack_s(job: Demand, now: datetime, cost: CostModel, params: BurstParam
 def wait_budget_s(job: Demand, params: BurstParams) -> float:
     compute = params.wait_s_per_gpu_hour * job.gpus * job.est_runtime_s / 3600.0
     return max(params.max_wait_s, params.wait_fraction * job.est_runtime_s, compute)
+
+
+def defers(job: Demand, params: BurstParams) -> bool:
+    """Whether ``job`` waits out its wait budget before bursting (``defer_to_budget``; budgets longer
+    than the ``max_wait_s`` floor only, so short jobs still burst at once)."""
+    return params.defer_to_budget and wait_budget_s(job, params) > params.max_wait_s
+
+
+def defer_left_s(job: Demand, waited_s: float, cost: CostModel, params: BurstParams) -> float:
+    """How much longer a deferring job may wait and still start on the cloud within its budget."""
+    return wait_budget_s(job, params) - waited_s - cost.p.launch_latency_s - params.defer_margin_s
 
 
 def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, book: OfferBook) -> Offering | None:
@@ -188,6 +206,10 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
                 wakes.append(now + timedelta(seconds=params.stuck_after_s - queued_s))
             elif wait_s == 0.0 and wakes is not None:
                 wakes += _stuck_wakes(job, waited_s, now, cost, params, book)
+            elif wakes is not None and defers(job, params):
+                left_s = defer_left_s(job, waited_s, cost, params)
+                if left_s >= 0:  # just past the instant the rule starts to hold
+                    wakes.append(now + timedelta(seconds=left_s, microseconds=1))
         else:
             launches.append(launch)
     if params.prewarm and snapshot.signals:
@@ -223,7 +245,12 @@ def _burst_reason(job: Demand, wait_s: float, waited_s: float, now: datetime, co
     if wait_s == math.inf:
         return "no reserved capacity can run it"
     budget = wait_budget_s(job, params)
-    if waited_s + wait_s > budget:
+    deferring = defers(job, params)
+    if deferring and defer_left_s(job, waited_s, cost, params) < 0:
+        return (f"waited {waited_s:.0f}s of its {budget:.0f}s wait budget, a boot and a margin short of it; "
+                + (f"reserved GPUs expected in {wait_s:.0f}s" if wait_s > 0 else
+                   "reserved GPUs look free but it has not started (fragmented, or held for the queue's head)"))
+    if not deferring and waited_s + wait_s > budget:
         return (f"expected wait {wait_s:.0f}s would pass its wait budget {budget:.0f}s" if wait_s > 0 else
                 f"waited {waited_s:.0f}s, past its wait budget {budget:.0f}s, though reserved GPUs look free "
                 f"(fragmented, or held for the queue's head)")
@@ -236,7 +263,7 @@ def _burst_reason(job: Demand, wait_s: float, waited_s: float, now: datetime, co
     if params.deadline_trigger and slack - expected < params.deadline_margin_s:
         return (f"waiting {expected:.0f}s would leave {slack - expected:.0f}s of deadline slack, "
                 f"under the {params.deadline_margin_s:.0f}s margin")
-    if params.cost_trigger and wait_s > 0:
+    if params.cost_trigger and wait_s > 0 and not deferring:
         wait_usd = cost.wait_cost_usd(job, wait_s, now)
         cloud_usd = cost.job_cost_usd(job, offering)
         if wait_usd > cloud_usd:
@@ -250,7 +277,9 @@ def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, p
     offering = choose(job, now, cost, params, book)
     if offering is None:
         return []  # only an offering change (an event) can let it burst
-    ahead = [wait_budget_s(job, params) - waited_s,
+    budget_s = (defer_left_s(job, waited_s, cost, params) if defers(job, params)
+                else wait_budget_s(job, params) - waited_s)
+    ahead = [budget_s,
              spot_slack_s(job, now, cost, params, offering) - params.stuck_after_s,
              slack_s(job, now, cost) - params.stuck_after_s - params.deadline_margin_s
              if params.deadline_trigger else math.inf]

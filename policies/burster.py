@@ -21,7 +21,7 @@ from policies.reclaim import ReclaimParams, idle_ttl, move_back, reserved_room
 
 @dataclass(frozen=True, slots=True)
 class BursterParams:
-    burst: BurstParams = field(default_factory=BurstParams)
+    burst: BurstParams = field(default_factory=lambda: BurstParams(defer_to_budget=True))
     reclaim: ReclaimParams = field(default_factory=ReclaimParams)
     guards: GuardParams = field(default_factory=GuardParams)
     preempt_onprem: bool = True  # requeue a reserved job for an urgent one when that is cheaper (policies/preempt.py)

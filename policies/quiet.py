@@ -13,8 +13,9 @@ time-dependent quantity they use moves in lockstep:
 so an empty plan stays empty until an event (arrival, finish, node up or joined, checkpoint done,
 notice, spot availability change, block expiry), until an idle node reaches its idle TTL, or until
 a job the projection says starts now (but the pool has not started) ages past its wait budget or
-spot slack (the burst rule reports those instants), or until holding reserved nodes for a cloud job
-starts to pay as their running work nears its end (the hold rule reports that instant). Budgets
+spot slack, or until a job deferring to its budget nears the budget's end (the burst rule reports
+those instants), or until holding reserved nodes for a cloud job starts to pay as their running
+work nears its end (the hold rule reports that instant). Budgets
 accrue with time, signals open windows, and an on-prem job past its expected end breaks the
 lockstep: in those cases this returns None (decide every tick).
 """

@@ -63,8 +63,11 @@ def test_an_unknown_queue_order_lists_the_valid_ones() -> None:
 
 @pytest.mark.parametrize("hold", [True, False])
 def test_policy_switches_reach_the_policy(hold: bool) -> None:
-    cfg = parse_config({"policy": {"hold_nodes": hold, "consolidate": not hold, "preempt_onprem": hold}})
+    cfg = parse_config({"policy": {"hold_nodes": hold, "consolidate": not hold, "preempt_onprem": hold,
+                                   "defer_to_budget": not hold}})
     policy = build_policy("burster", cfg, cost_model(cfg))
     assert isinstance(policy, BursterPolicy)
     assert (policy.params.reclaim.hold_nodes, policy.params.reclaim.consolidate) == (hold, not hold)
     assert policy.params.preempt_onprem is hold
+    assert policy.params.burst.defer_to_budget is not hold
+    assert parse_config({}).policy.defer_to_budget and BursterPolicy().params.burst.defer_to_budget  # on by default

@@ -90,6 +90,54 @@ def test_a_job_just_requeued_is_given_a_scheduler_cycle_before_it_counts_as_stuc
     assert wakes == [NOW + timedelta(seconds=50)]
 
 
+DEFER = replace(PARAMS, defer_to_budget=True, cost_trigger=True)
+PRICED = CostModel(replace(COST.p, wait_value_usd_per_gpu_hour=10.0))  # waiting dearer than spot
+
+
+def test_a_long_job_defers_its_burst_until_a_boot_and_a_margin_are_left_of_its_budget() -> None:
+    # 10 h job: budget 9000 s; the pool frees in 10000 s, past it, so the plain rule bursts at once
+    (launch,) = burst(snapshot(Demand("be", 1, NOW, 36_000, gpu_model="V100"), busy_for_s=10_000), PRICED, PARAMS)
+    assert "would pass its wait budget" in launch.reason
+    wakes: list[datetime] = []
+    assert burst(snapshot(Demand("be", 1, NOW, 36_000, gpu_model="V100"), busy_for_s=10_000), PRICED, DEFER,
+                 wakes=wakes) == []
+    assert wakes == [NOW + timedelta(seconds=9_000 - 180 - 120, microseconds=1)]  # budget - boot - margin
+    at_edge = Demand("be", 1, NOW - timedelta(seconds=8_700), 36_000, gpu_model="V100")
+    assert burst(snapshot(at_edge, busy_for_s=10_000 - 8_700), PRICED, DEFER) == []  # the rule holds strictly past it
+    late = Demand("be", 1, NOW - timedelta(seconds=8_701), 36_000, gpu_model="V100")
+    (launch,) = burst(snapshot(late, busy_for_s=10_000 - 8_701), PRICED, DEFER)
+    assert launch.offering == SPOT and "of its 9000s wait budget" in launch.reason
+
+
+def test_deferring_ignores_the_wait_cost_within_the_budget() -> None:
+    # waits 5000 s of a 9000 s budget: $13.89 of waiting against $9.05 on spot (10 h and a boot at $0.90)
+    job = Demand("be", 1, NOW, 36_000, gpu_model="V100")
+    (launch,) = burst(snapshot(job, busy_for_s=5_000), PRICED, replace(PARAMS, cost_trigger=True))
+    assert "costs" in launch.reason
+    assert burst(snapshot(job, busy_for_s=5_000), PRICED, DEFER) == []
+
+
+def test_a_job_whose_budget_is_the_floor_bursts_at_once_when_deferring() -> None:
+    job = Demand("short", 1, NOW, 1_800, gpu_model="V100")  # budget max(600, 450) = 600 s: the floor
+    (launch,) = burst(snapshot(job, busy_for_s=1_000), PRICED, DEFER)
+    assert "would pass its wait budget" in launch.reason
+
+
+def test_a_deferring_deadline_job_still_bursts_before_its_spot_slack_runs_out() -> None:
+    (launch,) = burst(snapshot(deadline_job(slack_s=5_000), busy_for_s=5_000), COST, DEFER)
+    assert launch.offering.market is Market.SPOT and "too little deadline slack" in launch.reason
+
+
+def test_a_stuck_deferring_job_wakes_the_simulation_when_its_budget_nearly_runs_out() -> None:
+    job = Demand("frag", 2, NOW - timedelta(seconds=300), 4 * 3600, gpu_model="V100")  # budget 3600 s
+    wakes: list[datetime] = []
+    assert burst(fragmented(job), COST, DEFER, wakes=wakes) == []
+    assert wakes == [NOW + timedelta(seconds=3_600 - 300 - 180 - 120, microseconds=1)]
+    late = replace(job, submitted_at=NOW - timedelta(seconds=3_301))
+    (launch,) = burst(fragmented(late), COST, DEFER)
+    assert launch.count == 2 and "look free" in launch.reason
+
+
 RISKY = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.4)
 SAFE = Offering("gcp", "us-central1", "us-central1-a", "n1-v100-1", "V100", 1, Market.SPOT, 0.8)
 RATES = CostModel(CostParams(restart_overhead_s=300, launch_latency_s=180, wait_value_usd_per_gpu_hour=0.0,

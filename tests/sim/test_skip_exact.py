@@ -46,6 +46,7 @@ def test_skipping_quiet_passes_is_exact(policy: str) -> None:
     if policy == "burster":  # and the rules that act on running jobs: move-back and consolidation
         assert any("back on-prem" in d for d in slow_decisions)
         assert any("cheaper capacity" in d for d in slow_decisions)
+        assert any("a boot and a margin short" in d for d in slow_decisions)  # deferred to its budget's end
 
 
 def test_skipping_is_exact_when_runtime_estimates_are_wrong() -> None:
