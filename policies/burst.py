@@ -5,10 +5,10 @@ start it soon enough, it stays queued. Otherwise it bursts when the cost of wait
 exceeds the cloud cost, or when the wait would pass its wait budget
 (max(max_wait_s, wait_fraction x runtime)), or would leave less than the margin of deadline slack,
 or would use up the deadline slack a spot run needs (so a deadline job is not pushed onto
-on-demand by queueing). With ``defer_to_budget``, a job whose budget is longer than the floor
-(``max_wait_s``) treats its budget as a service level: it waits for reserved GPUs, whatever the
-wait costs, until only a boot and a margin of the budget are left (the deadline rules still
-apply). A gang launches all its nodes in one Launch (all or none).
+on-demand by queueing). With ``defer_to_budget``, a job not started yet whose budget is longer
+than the floor (``max_wait_s``) treats its budget as a service level: it waits for reserved GPUs,
+whatever the wait costs, until only a boot and a margin of the budget are left (the deadline
+rules still apply). A gang launches all its nodes in one Launch (all or none).
 
 Market choice follows Uniform Progress with rework: a spot offering qualifies for a deadline job
 only while the slack covers its expected rework (interruptions x lost work, per gang member) plus
@@ -95,9 +95,10 @@ def wait_budget_s(job: Demand, params: BurstParams) -> float:
 
 
 def defers(job: Demand, params: BurstParams) -> bool:
-    """Whether ``job`` waits out its wait budget before bursting (``defer_to_budget``; budgets longer
-    than the ``max_wait_s`` floor only, so short jobs still burst at once)."""
-    return params.defer_to_budget and wait_budget_s(job, params) > params.max_wait_s
+    """Whether ``job`` waits out its wait budget before bursting (``defer_to_budget``): only before its
+    first start (a stopped job's pause is priced as waiting), and only a budget longer than the
+    ``max_wait_s`` floor (short jobs still burst at once)."""
+    return params.defer_to_budget and job.attempt == 0 and wait_budget_s(job, params) > params.max_wait_s
 
 
 def defer_left_s(job: Demand, waited_s: float, cost: CostModel, params: BurstParams) -> float:

@@ -109,6 +109,13 @@ def test_a_long_job_defers_its_burst_until_a_boot_and_a_margin_are_left_of_its_b
     assert launch.offering == SPOT and "of its 9000s wait budget" in launch.reason
 
 
+def test_a_stopped_job_does_not_defer_its_restart() -> None:
+    # requeued after a run (a preemption): its pause is priced as waiting, its budget was its first wait
+    job = Demand("be", 1, NOW, 36_000, gpu_model="V100", done_s=600, attempt=1, queued_at=NOW)
+    (launch,) = burst(snapshot(job, busy_for_s=10_000), PRICED, DEFER)
+    assert "would pass its wait budget" in launch.reason
+
+
 def test_deferring_ignores_the_wait_cost_within_the_budget() -> None:
     # waits 5000 s of a 9000 s budget: $13.89 of waiting against $9.05 on spot (10 h and a boot at $0.90)
     job = Demand("be", 1, NOW, 36_000, gpu_model="V100")
