@@ -7,8 +7,9 @@ exceeds the cloud cost, or when the wait would pass its wait budget
 or would use up the deadline slack a spot run needs (so a deadline job is not pushed onto
 on-demand by queueing). With ``defer_to_budget``, a job not started yet whose budget is longer
 than the floor (``max_wait_s``) treats its budget as a service level: it waits for reserved GPUs,
-whatever the wait costs, until only a boot and a margin of the budget are left (the deadline
-rules still apply). A gang launches all its nodes in one Launch (all or none).
+whatever the wait costs, until only a boot and a margin of the budget are left, if its deadline
+slack allows that wait and a spot run after it. A gang launches all its nodes in one Launch (all
+or none).
 
 Market choice follows Uniform Progress with rework: a spot offering qualifies for a deadline job
 only while the slack covers its expected rework (interruptions x lost work, per gang member) plus
@@ -48,8 +49,8 @@ class BurstParams:
     by_price: bool = False
     # burst a deadline job when waiting would leave less than deadline_margin_s of slack
     deadline_trigger: bool = True
-    # a job whose wait budget is longer than max_wait_s waits for reserved GPUs until its budget is
-    # nearly spent (a boot and defer_margin_s left), and the cost trigger does not apply to it
+    # a job not started yet whose wait budget is longer than max_wait_s waits for reserved GPUs until
+    # its budget is nearly spent (a boot and defer_margin_s left); the cost trigger does not apply to it
     defer_to_budget: bool = False
     defer_margin_s: float = 120.0  # beyond the modelled boot: slower boots, a pass's granularity
 
@@ -94,11 +95,17 @@ def wait_budget_s(job: Demand, params: BurstParams) -> float:
     return max(params.max_wait_s, params.wait_fraction * job.est_runtime_s, compute)
 
 
-def defers(job: Demand, params: BurstParams) -> bool:
-    """Whether ``job`` waits out its wait budget before bursting (``defer_to_budget``): only before its
-    first start (a stopped job's pause is priced as waiting), and only a budget longer than the
-    ``max_wait_s`` floor (short jobs still burst at once)."""
-    return params.defer_to_budget and job.attempt == 0 and wait_budget_s(job, params) > params.max_wait_s
+def defers(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,
+           offering: Offering) -> bool:
+    """Whether ``job`` waits out its wait budget before bursting to ``offering`` (``defer_to_budget``):
+    only before its first start (a stopped job's pause is priced as waiting), only a budget longer
+    than the ``max_wait_s`` floor (short jobs still burst at once), and, for a deadline job, only
+    while its slack would still let it run there (spot slack) and keep the margin after the wait."""
+    if not (params.defer_to_budget and job.attempt == 0 and wait_budget_s(job, params) > params.max_wait_s):
+        return False
+    left_s = defer_left_s(job, waited_s, cost, params)
+    return min(spot_slack_s(job, now, cost, params, offering),
+               slack_s(job, now, cost) - params.deadline_margin_s) >= left_s
 
 
 def defer_left_s(job: Demand, waited_s: float, cost: CostModel, params: BurstParams) -> float:
@@ -207,15 +214,23 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
                 wakes.append(now + timedelta(seconds=params.stuck_after_s - queued_s))
             elif wait_s == 0.0 and wakes is not None:
                 wakes += _stuck_wakes(job, waited_s, now, cost, params, book)
-            elif wakes is not None and defers(job, params):
-                left_s = defer_left_s(job, waited_s, cost, params)
-                if left_s >= 0:  # just past the instant the rule starts to hold
-                    wakes.append(now + timedelta(seconds=left_s, microseconds=1))
+            elif wakes is not None and params.defer_to_budget:
+                wakes += _defer_wake(job, waited_s, now, cost, params, book)
         else:
             launches.append(launch)
     if params.prewarm and snapshot.signals:
         launches += prewarm(snapshot, cost, book, queue, idle.free)
     return launches
+
+
+def _defer_wake(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,
+                book: OfferBook) -> list[datetime]:
+    """When a deferring job will have waited out its budget (just past it, where the rule holds)."""
+    offering = choose(job, now, cost, params, book)
+    if offering is None or not defers(job, waited_s, now, cost, params, offering):
+        return []
+    left_s = defer_left_s(job, waited_s, cost, params)
+    return [now + timedelta(seconds=left_s, microseconds=1)] if left_s >= 0 else []
 
 
 def _held_room_soon(job: Demand, nodes: list[PoolNode], queue: ReservedQueue, cost: CostModel) -> bool:
@@ -246,7 +261,7 @@ def _burst_reason(job: Demand, wait_s: float, waited_s: float, now: datetime, co
     if wait_s == math.inf:
         return "no reserved capacity can run it"
     budget = wait_budget_s(job, params)
-    deferring = defers(job, params)
+    deferring = defers(job, waited_s, now, cost, params, offering)
     if deferring and defer_left_s(job, waited_s, cost, params) < 0:
         return (f"waited {waited_s:.0f}s of its {budget:.0f}s wait budget, a boot and a margin short of it; "
                 + (f"reserved GPUs expected in {wait_s:.0f}s" if wait_s > 0 else
@@ -278,7 +293,7 @@ def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, p
     offering = choose(job, now, cost, params, book)
     if offering is None:
         return []  # only an offering change (an event) can let it burst
-    budget_s = (defer_left_s(job, waited_s, cost, params) if defers(job, params)
+    budget_s = (defer_left_s(job, waited_s, cost, params) if defers(job, waited_s, now, cost, params, offering)
                 else wait_budget_s(job, params) - waited_s)
     ahead = [budget_s,
              spot_slack_s(job, now, cost, params, offering) - params.stuck_after_s,

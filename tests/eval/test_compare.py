@@ -163,10 +163,12 @@ def test_the_requeue_order_reaches_the_simulated_fifo_pool() -> None:
 
 
 def test_the_queue_order_reaches_the_simulated_pool() -> None:
-    """Same day: a pool serving its queue by start-by sends less work to the cloud than a FIFO one."""
+    """Same day: a pool serving its queue by start-by runs other jobs on the cloud than a FIFO one (which
+    is cheaper depends on the window since jobs defer to their budgets; BENCHMARKS.md)."""
     plan = plan_settings([Window(str(DEMO_TRACE), "philly", 1.0, 1.0)], seeds=[0], nodes=[9])
     by_order = {order: run_arm(plan.settings[0], "burster", Sources(order=order)).summary
                 for order in ("start_by", "submission")}
-    assert by_order["start_by"]["pool_order"] == "start_by"
+    assert (by_order["start_by"]["pool_order"], by_order["submission"]["pool_order"]) == ("start_by", "submission")
     assert by_order["start_by"]["jobs"] == by_order["submission"]["jobs"] > 0
-    assert by_order["start_by"]["cloud_gpu_hours"] < by_order["submission"]["cloud_gpu_hours"]
+    assert by_order["start_by"]["cloud_gpu_hours"] != by_order["submission"]["cloud_gpu_hours"]
+    assert by_order["start_by"]["wait_p95_s"] != by_order["submission"]["wait_p95_s"]

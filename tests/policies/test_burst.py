@@ -130,6 +130,15 @@ def test_a_job_whose_budget_is_the_floor_bursts_at_once_when_deferring() -> None
     assert "would pass its wait budget" in launch.reason
 
 
+def test_a_deadline_job_defers_only_if_its_slack_would_outlast_the_wait() -> None:
+    # 10 h job, budget 9000 s: deferring means waiting up to 8700 s; with 5000 s of deadline slack only
+    # 3440 s are spare for a spot run, so it does not defer, and waiting 3400 s ($9.44) costs more than
+    # spot ($9.05): it bursts
+    (launch,) = burst(snapshot(deadline_job(slack_s=5_000), busy_for_s=3_400), PRICED, DEFER)
+    assert "costs" in launch.reason
+    assert burst(snapshot(deadline_job(slack_s=50_000), busy_for_s=3_400), PRICED, DEFER) == []  # slack to spare
+
+
 def test_a_deferring_deadline_job_still_bursts_before_its_spot_slack_runs_out() -> None:
     (launch,) = burst(snapshot(deadline_job(slack_s=5_000), busy_for_s=5_000), COST, DEFER)
     assert launch.offering.market is Market.SPOT and "too little deadline slack" in launch.reason
