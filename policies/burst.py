@@ -205,17 +205,20 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         queued_s = (now - (job.queued_at or job.submitted_at)).total_seconds()
         # the pool may not have looked yet, or it will surely start it: it fits and so does the queue
         fresh = wait_s == 0.0 and (queued_s < params.stuck_after_s or room.surely_starts(job))
-        launch = None if fresh else _consider(job, wait_s, waited_s, now, cost, params, book)
+        offering = None if fresh else choose(job, now, cost, params, book)
+        launch = None if offering is None else _consider(job, offering, wait_s, waited_s, now, cost, params)
         if launch is not None and wait_s == 0.0 and idle.take(job) is not None:
             continue
         if launch is None:
             queue.enqueue(job)
             if fresh and wakes is not None:
                 wakes.append(now + timedelta(seconds=params.stuck_after_s - queued_s))
-            elif wait_s == 0.0 and wakes is not None:
-                wakes += _stuck_wakes(job, waited_s, now, cost, params, book)
-            elif wakes is not None and params.defer_to_budget:
-                wakes += _defer_wake(job, waited_s, now, cost, params, book)
+            elif offering is None or wakes is None:
+                pass  # no offering: only an event (an offering change) can let it burst
+            elif wait_s == 0.0:
+                wakes += _stuck_wakes(job, waited_s, now, cost, params, offering)
+            elif params.defer_to_budget:
+                wakes += _defer_wake(job, waited_s, now, cost, params, offering)
         else:
             launches.append(launch)
     if params.prewarm and snapshot.signals:
@@ -224,10 +227,10 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
 
 
 def _defer_wake(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,
-                book: OfferBook) -> list[datetime]:
-    """When a deferring job will have waited out its budget (just past it, where the rule holds)."""
-    offering = choose(job, now, cost, params, book)
-    if offering is None or not defers(job, waited_s, now, cost, params, offering):
+                offering: Offering) -> list[datetime]:
+    """When a job deferring to ``offering`` will have waited out its budget (just past it, where the
+    rule holds)."""
+    if not defers(job, waited_s, now, cost, params, offering):
         return []
     left_s = defer_left_s(job, waited_s, cost, params)
     return [now + timedelta(seconds=left_s, microseconds=1)] if left_s >= 0 else []
@@ -242,12 +245,10 @@ def _held_room_soon(job: Demand, nodes: list[PoolNode], queue: ReservedQueue, co
     return sum(n.free_gpus >= job.gpus_per_node for n in nodes) >= job.nodes
 
 
-def _consider(job: Demand, wait_s: float, waited_s: float, now: datetime, cost: CostModel,
-              params: BurstParams, book: OfferBook) -> Launch | None:
-    """A Launch if ``job`` should burst now (the first rule that fires gives the reason), else None."""
-    offering = choose(job, now, cost, params, book)
-    if offering is None:
-        return None
+def _consider(job: Demand, offering: Offering, wait_s: float, waited_s: float, now: datetime, cost: CostModel,
+              params: BurstParams) -> Launch | None:
+    """A Launch to ``offering`` (the job's choice) if ``job`` should burst now (the first rule that
+    fires gives the reason), else None."""
     why = _burst_reason(job, wait_s, waited_s, now, cost, params, offering)
     if why is None:
         return None
@@ -288,11 +289,9 @@ def _burst_reason(job: Demand, wait_s: float, waited_s: float, now: datetime, co
 
 
 def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,
-                 book: OfferBook) -> list[datetime]:
-    """When a job whose projected wait stays 0 will pass its wait budget, spot slack or deadline margin."""
-    offering = choose(job, now, cost, params, book)
-    if offering is None:
-        return []  # only an offering change (an event) can let it burst
+                 offering: Offering) -> list[datetime]:
+    """When a job whose projected wait stays 0 will pass its wait budget, spot slack or deadline margin
+    (bursting to ``offering``)."""
     budget_s = (defer_left_s(job, waited_s, cost, params) if defers(job, waited_s, now, cost, params, offering)
                 else wait_budget_s(job, params) - waited_s)
     ahead = [budget_s,
