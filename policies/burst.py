@@ -206,7 +206,9 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         # the pool may not have looked yet, or it will surely start it: it fits and so does the queue
         fresh = wait_s == 0.0 and (queued_s < params.stuck_after_s or room.surely_starts(job))
         offering = None if fresh else choose(job, now, cost, params, book)
-        launch = None if offering is None else _consider(job, offering, wait_s, waited_s, now, cost, params)
+        deferring = offering is not None and defers(job, waited_s, now, cost, params, offering)
+        launch = None if offering is None else _consider(job, offering, deferring, wait_s, waited_s, now, cost,
+                                                         params)
         if launch is not None and wait_s == 0.0 and idle.take(job) is not None:
             continue
         if launch is None:
@@ -216,24 +218,14 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
             elif offering is None or wakes is None:
                 pass  # no offering: only an event (an offering change) can let it burst
             elif wait_s == 0.0:
-                wakes += _stuck_wakes(job, waited_s, now, cost, params, offering)
-            elif params.defer_to_budget:
-                wakes += _defer_wake(job, waited_s, now, cost, params, offering)
+                wakes += _stuck_wakes(job, waited_s, now, cost, params, offering, deferring)
+            elif deferring and (left_s := defer_left_s(job, waited_s, cost, params)) >= 0:
+                wakes.append(now + timedelta(seconds=left_s, microseconds=1))  # just past it: the rule holds there
         else:
             launches.append(launch)
     if params.prewarm and snapshot.signals:
         launches += prewarm(snapshot, cost, book, queue, idle.free)
     return launches
-
-
-def _defer_wake(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,
-                offering: Offering) -> list[datetime]:
-    """When a job deferring to ``offering`` will have waited out its budget (just past it, where the
-    rule holds)."""
-    if not defers(job, waited_s, now, cost, params, offering):
-        return []
-    left_s = defer_left_s(job, waited_s, cost, params)
-    return [now + timedelta(seconds=left_s, microseconds=1)] if left_s >= 0 else []
 
 
 def _held_room_soon(job: Demand, nodes: list[PoolNode], queue: ReservedQueue, cost: CostModel) -> bool:
@@ -245,11 +237,11 @@ def _held_room_soon(job: Demand, nodes: list[PoolNode], queue: ReservedQueue, co
     return sum(n.free_gpus >= job.gpus_per_node for n in nodes) >= job.nodes
 
 
-def _consider(job: Demand, offering: Offering, wait_s: float, waited_s: float, now: datetime, cost: CostModel,
-              params: BurstParams) -> Launch | None:
+def _consider(job: Demand, offering: Offering, deferring: bool, wait_s: float, waited_s: float, now: datetime,
+              cost: CostModel, params: BurstParams) -> Launch | None:
     """A Launch to ``offering`` (the job's choice) if ``job`` should burst now (the first rule that
-    fires gives the reason), else None."""
-    why = _burst_reason(job, wait_s, waited_s, now, cost, params, offering)
+    fires gives the reason), else None. ``deferring``: ``defers(job, ...)``."""
+    why = _burst_reason(job, wait_s, waited_s, now, cost, params, offering, deferring)
     if why is None:
         return None
     return _launch(job, offering, cost, f"job {job.job_id} ({job.gpus} GPUs): {why}; "
@@ -257,12 +249,11 @@ def _consider(job: Demand, offering: Offering, wait_s: float, waited_s: float, n
 
 
 def _burst_reason(job: Demand, wait_s: float, waited_s: float, now: datetime, cost: CostModel,
-                  params: BurstParams, offering: Offering) -> str | None:
+                  params: BurstParams, offering: Offering, deferring: bool) -> str | None:
     """Why ``job`` should burst to ``offering`` now, or None; cheap rules first."""
     if wait_s == math.inf:
         return "no reserved capacity can run it"
     budget = wait_budget_s(job, params)
-    deferring = defers(job, waited_s, now, cost, params, offering)
     if deferring and defer_left_s(job, waited_s, cost, params) < 0:
         return (f"waited {waited_s:.0f}s of its {budget:.0f}s wait budget, a boot and a margin short of it; "
                 + (f"reserved GPUs expected in {wait_s:.0f}s" if wait_s > 0 else
@@ -289,11 +280,10 @@ def _burst_reason(job: Demand, wait_s: float, waited_s: float, now: datetime, co
 
 
 def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,
-                 offering: Offering) -> list[datetime]:
-    """When a job whose projected wait stays 0 will pass its wait budget, spot slack or deadline margin
-    (bursting to ``offering``)."""
-    budget_s = (defer_left_s(job, waited_s, cost, params) if defers(job, waited_s, now, cost, params, offering)
-                else wait_budget_s(job, params) - waited_s)
+                 offering: Offering, deferring: bool) -> list[datetime]:
+    """When a job whose projected wait stays 0 will pass its wait budget (``deferring``: its deferral's
+    end), spot slack or deadline margin (bursting to ``offering``)."""
+    budget_s = defer_left_s(job, waited_s, cost, params) if deferring else wait_budget_s(job, params) - waited_s
     ahead = [budget_s,
              spot_slack_s(job, now, cost, params, offering) - params.stuck_after_s,
              slack_s(job, now, cost) - params.stuck_after_s - params.deadline_margin_s
