@@ -67,6 +67,7 @@ class PolicyConfig(_Section):
     consolidate: bool = True
     preempt_onprem: bool = True
     defer_to_budget: bool = True
+    defer_margin_s: float = Field(default=120.0, ge=0, le=86_400)
 
 
 class BudgetConfig(_Section):

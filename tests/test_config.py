@@ -71,3 +71,12 @@ def test_policy_switches_reach_the_policy(hold: bool) -> None:
     assert policy.params.preempt_onprem is hold
     assert policy.params.burst.defer_to_budget is not hold
     assert parse_config({}).policy.defer_to_budget and BursterPolicy().params.burst.defer_to_budget  # on by default
+
+
+def test_the_defer_margin_reaches_the_policy_and_is_range_checked() -> None:
+    cfg = parse_config({"policy": {"defer_margin_s": 600}})
+    policy = build_policy("burster", cfg, cost_model(cfg))
+    assert isinstance(policy, BursterPolicy) and policy.params.burst.defer_margin_s == 600
+    with pytest.raises(ConfigError) as info:
+        parse_config({"policy": {"defer_margin_s": -1}})
+    assert "policy.defer_margin_s" in str(info.value) and "greater than or equal to 0" in str(info.value)
