@@ -13,13 +13,13 @@ import pytest
 
 from burster.clock import FakeClock
 from burster.model import Demand, Market, Offering
-from burster.reconciler import PassReport, Reconciler
-from burster.sim.engine import run
+from burster.reconciler import Reconciler
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
 from policies.reclaim import ReclaimParams
 from providers.sim.spot import SpotSeries
 from providers.sim.world import SimWorld
+from tests.sim.harness import run_recorded
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 PRICEY = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 1.01)
@@ -35,13 +35,7 @@ def simulate(*, consolidate: bool) -> tuple[Reconciler, list[str]]:
                      pool_nodes=0, gpus_per_node=8, gpu_model="V100", series=[AWS_UP, AZURE_BACK_AFTER_1H])
     policy = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.0)),
                            BursterParams(reclaim=ReclaimParams(consolidate=consolidate)))
-    rec = Reconciler(providers=world.clouds, pool=world.pool, policy=policy, clock=clock)
-    decisions: list[str] = []
-
-    def on_pass(report: PassReport) -> None:
-        decisions.extend(f"{report.now:%H:%M:%S} {line}" for line in report.plan.explain())
-
-    run(world, rec, clock, tick_s=10.0, end=T0 + timedelta(days=1), on_pass=on_pass)
+    rec, decisions = run_recorded(world, policy, clock, T0 + timedelta(days=1))
     assert world.pool.metrics.finished_jobs == 1
     return rec, decisions
 

@@ -12,13 +12,13 @@ from datetime import UTC, datetime, timedelta
 
 from burster.clock import FakeClock
 from burster.model import Demand, Market, Offering
-from burster.reconciler import PassReport, Reconciler
-from burster.sim.engine import run
+from burster.reconciler import Reconciler
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
 from policies.reclaim import ReclaimParams
 from providers.sim.world import SimWorld
+from tests.sim.harness import run_recorded
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 OD8 = Offering("aws", "us-east-1", "use1-az1", "p3.16xlarge", "V100", 8, Market.ON_DEMAND, 24.48)
@@ -42,13 +42,7 @@ def simulate(*, hold: bool, work: list[Demand] | None = None,
     policy = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.0)),
                            BursterParams(burst=BurstParams(max_wait_s=0.0, wait_fraction=0.0, prewarm=False),
                                          reclaim=ReclaimParams(hold_nodes=hold)))
-    rec = Reconciler(providers=world.clouds, pool=world.pool, policy=policy, clock=clock)
-    decisions: list[str] = []
-
-    def on_pass(report: PassReport) -> None:
-        decisions.extend(f"{report.now:%H:%M:%S} {line}" for line in report.plan.explain())
-
-    run(world, rec, clock, tick_s=10.0, end=T0 + timedelta(days=1), on_pass=on_pass, skip=skip)
+    rec, decisions = run_recorded(world, policy, clock, T0 + timedelta(days=1), skip=skip)
     assert world.pool.metrics.finished_jobs == len(work)
     return rec, decisions, world
 

@@ -12,12 +12,12 @@ from datetime import UTC, datetime, timedelta
 
 from burster.clock import FakeClock
 from burster.model import Demand, JobClass, Market, Offering
-from burster.reconciler import PassReport, Reconciler
-from burster.sim.engine import run
+from burster.reconciler import Reconciler
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
 from providers.sim.world import SimWorld
+from tests.sim.harness import run_recorded
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 OD = Offering("aws", "us-east-1", "use1-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
@@ -40,13 +40,7 @@ def simulate(*, preempt: bool, skip: bool = True) -> tuple[Reconciler, list[str]
                      gpus_per_node=8, gpu_model="V100")
     params = BursterParams(burst=BurstParams(prewarm=False), preempt_onprem=preempt)
     policy = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.0)), params)
-    rec = Reconciler(providers=world.clouds, pool=world.pool, policy=policy, clock=clock)
-    decisions: list[str] = []
-
-    def on_pass(report: PassReport) -> None:
-        decisions.extend(f"{report.now:%H:%M:%S} {line}" for line in report.plan.explain())
-
-    run(world, rec, clock, tick_s=10.0, end=T0 + timedelta(days=1), on_pass=on_pass, skip=skip)
+    rec, decisions = run_recorded(world, policy, clock, T0 + timedelta(days=1), skip=skip)
     assert world.pool.metrics.finished_jobs == 3
     return rec, decisions, world
 
