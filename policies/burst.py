@@ -7,8 +7,9 @@ exceeds the cloud cost, or when the wait would pass its wait budget
 or would use up the deadline slack a spot run needs (so a deadline job is not pushed onto
 on-demand by queueing). With ``defer_to_budget``, a job not started yet whose budget is longer
 than the floor (``max_wait_s``) treats its budget as a service level: it waits for reserved GPUs,
-whatever the wait costs, until only a boot and a margin of the budget are left, if its deadline
-slack allows that wait and a spot run after it. A gang launches all its nodes in one Launch (all
+whatever the wait costs, until only a boot and a margin of the budget are left (longer if the
+pool is expected to start it before a node could boot), if its deadline slack allows that wait
+and a spot run after it. A gang launches all its nodes in one Launch (all
 or none).
 
 Market choice follows Uniform Progress with rework: a spot offering qualifies for a deadline job
@@ -254,7 +255,8 @@ def _burst_reason(job: Demand, wait_s: float, waited_s: float, now: datetime, co
     if wait_s == math.inf:
         return "no reserved capacity can run it"
     budget = wait_budget_s(job, params)
-    if deferring and defer_left_s(job, waited_s, cost, params) < 0:
+    if deferring and defer_left_s(job, waited_s, cost, params) < 0 \
+            and not 0 < wait_s <= cost.p.launch_latency_s:  # the pool would start it before a node could boot
         return (f"waited {waited_s:.0f}s of its {budget:.0f}s wait budget, a boot and a margin short of it; "
                 + (f"reserved GPUs expected in {wait_s:.0f}s" if wait_s > 0 else
                    "reserved GPUs look free but it has not started (fragmented, or held for the queue's head)"))

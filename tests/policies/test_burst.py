@@ -116,6 +116,13 @@ def test_a_stopped_job_does_not_defer_its_restart() -> None:
     assert "would pass its wait budget" in launch.reason
 
 
+def test_a_deferring_job_at_its_budgets_end_still_waits_if_the_pool_starts_it_before_a_boot() -> None:
+    late = Demand("be", 1, NOW - timedelta(seconds=8_800), 36_000, gpu_model="V100")  # 100 s past its deferral
+    assert burst(snapshot(late, busy_for_s=150), PRICED, DEFER) == []  # reserved GPUs in 150 s < a 180 s boot
+    (launch,) = burst(snapshot(late, busy_for_s=200), PRICED, DEFER)
+    assert "of its 9000s wait budget" in launch.reason
+
+
 def test_deferring_ignores_the_wait_cost_within_the_budget() -> None:
     # waits 5000 s of a 9000 s budget: $13.89 of waiting against $9.05 on spot (10 h and a boot at $0.90)
     job = Demand("be", 1, NOW, 36_000, gpu_model="V100")
