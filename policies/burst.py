@@ -9,8 +9,7 @@ on-demand by queueing). With ``defer_to_budget``, a job not started yet whose bu
 than the floor (``max_wait_s``) treats its budget as a service level: it waits for reserved GPUs,
 whatever the wait costs, until only a boot and a margin of the budget are left (longer if the
 pool is expected to start it before a node could boot), if its deadline slack allows that wait
-and a spot run after it. A gang launches all its nodes in one Launch (all
-or none).
+and a spot run after it. A gang launches all its nodes in one Launch (all or none).
 
 Market choice follows Uniform Progress with rework: a spot offering qualifies for a deadline job
 only while the slack covers its expected rework (interruptions x lost work, per gang member) plus
