@@ -34,7 +34,7 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     Hold (the job ends soon) or a Preempt plus a Hold; dearest launches first, each reserved job and
     node at most once."""
     pending = {j.job_id: j for j in snapshot.pending}
-    urgent = [(a, pending[a.job_id]) for a in launches
+    urgent = [(cost.job_cost_usd(pending[a.job_id], a.offering), a, pending[a.job_id]) for a in launches
               if a.job_id in pending and pending[a.job_id].nodes == 1 and a.offering.market is Market.ON_DEMAND]
     if not urgent:
         return list(launches), []
@@ -42,10 +42,9 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     reserved = _Reserved(snapshot, protected, _Away(cost, params, offer_book(snapshot, cost), now))
     replaced: set[str] = set()
     actions: list[Action] = []
-    for launch, job in sorted(urgent, key=lambda aj: (-cost.job_cost_usd(aj[1], aj[0].offering), aj[1].job_id)):
+    for launch_usd, launch, job in sorted(urgent, key=lambda u: (-u[0], u[2].job_id)):
         if slack_s(job, now, cost) + cost.p.launch_latency_s < cost.p.checkpoint_write_s:
             continue  # it could not wait for the checkpoint
-        launch_usd = cost.job_cost_usd(job, launch.offering)
         choice = reserved.choose(job, launch_usd, cost.run_rate_usd_per_hour(job, launch.offering) / job.gpus)
         if choice is None:
             continue
