@@ -191,7 +191,7 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
         length = "to the end" if days is None else f"+ {days:g} d"
         raise ConfigError(f"no jobs submitted in day {start_day:g} {length} of {trace.name}; its arrivals span "
                           f"days 0 to {span:.1f} (check --start-day and --days)")
-    jobs, runtimes = with_estimate_error(jobs, estimate_error, seed)
+    jobs, runtimes = with_estimate_error(jobs, estimate_error, seed, trace.estimates)
     offerings = load_catalog(prices, providers) if prices else load_catalog(providers=providers)
     check_models(jobs, offerings, model if config.pool.nodes > 0 else None, providers)
     series, source = spot_series(seed, spot_dir)

@@ -4,14 +4,15 @@ Traces give each job's true runtime; the controller only ever sees an estimate. 
 each job's estimate is its runtime times exp(N(0, sigma)) (median exact; sigma 0.5: half the jobs
 off by more than 40 %), drawn from a generator seeded by the simulation seed, at least 60 s. The
 simulated pool runs jobs for their true runtimes; the policy, the reserved-queue projection and the
-pool's backfill see the estimates.
+pool's backfill see the estimates. A trace that records what was known before each job ran (Slurm
+time limits in ``sacct`` output: ``Trace.estimates``) gives those estimates instead, with any noise on top.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from burster.errors import ConfigError
@@ -27,15 +28,23 @@ def check_sigma(sigma: float) -> None:
                           f"estimates, 0.5: typical of user time limits); got {sigma}")
 
 
-def with_estimate_error(jobs: Sequence[Demand], sigma: float, seed: int) -> tuple[list[Demand], dict[str, float]]:
-    """The jobs with noisy ``est_runtime_s``, and their true runtimes by job id (empty for sigma 0)."""
+def with_estimate_error(jobs: Sequence[Demand], sigma: float, seed: int,
+                        told: Mapping[str, float] | None = None) -> tuple[list[Demand], dict[str, float]]:
+    """The jobs with the ``est_runtime_s`` the controller sees, and their true runtimes by job id where
+    those differ. ``told``: a trace's own estimates by job id (``Trace.estimates``, e.g. Slurm time
+    limits), which replace the true runtime as each estimate's base; the noise multiplies that base."""
     check_sigma(sigma)
-    if sigma == 0.0:
+    told = told or {}
+    if sigma == 0.0 and not told:
         return list(jobs), {}
     rng = random.Random(f"estimates:{seed}")
     out, true = [], {}
     for j in jobs:
-        factor = math.exp(rng.gauss(0.0, sigma))
-        out.append(replace(j, est_runtime_s=max(60.0, j.est_runtime_s * factor)))
+        base = told.get(j.job_id, j.est_runtime_s)
+        est = max(60.0, base * math.exp(rng.gauss(0.0, sigma))) if sigma else base
+        if est == j.est_runtime_s:
+            out.append(j)
+            continue
+        out.append(replace(j, est_runtime_s=est))
         true[j.job_id] = j.est_runtime_s
     return out, true

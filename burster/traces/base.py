@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import logging
 from collections import Counter
-from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -38,11 +38,14 @@ def gang_nodes(gpus: int) -> int:
 
 @dataclass(frozen=True)
 class Trace:
-    """A loaded trace: its jobs sorted by submission time, and where they came from."""
+    """A loaded trace: its jobs sorted by submission time, and where they came from. A job's
+    ``est_runtime_s`` is how long it really ran; ``estimates`` holds, by job id, what a scheduler was
+    told before it ran (a Slurm time limit) where the trace records that."""
 
     name: str
     source: str
     jobs: tuple[Demand, ...]
+    estimates: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def start(self) -> datetime:
@@ -135,17 +138,18 @@ def csv_rows(path: Path, required: Sequence[str]) -> Iterator[Row]:
         raise InputError(f"{path}: row {last + 1}: not readable as CSV ({exc}); look for an unclosed quote") from None
 
 
-def finish_trace(path: Path, jobs: list[Demand], tally: Counter[str], counts: Counter[str] | None) -> Trace:
+def finish_trace(path: Path, jobs: list[Demand], tally: Counter[str], counts: Counter[str] | None,
+                 estimates: Mapping[str, float] | None = None) -> Trace:
     """The loaded trace: the skip tally added to ``counts`` and logged in one line, the jobs sorted."""
     if counts is not None:
         counts.update(tally)
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(tally.items()))
     _log.info("%s: %d jobs%s", path, len(jobs), f"; {skipped}" if skipped else "")
-    return sorted_trace(path.name, path, jobs)
+    return sorted_trace(path.name, path, jobs, estimates)
 
 
-def sorted_trace(name: str, path: Path, jobs: list[Demand]) -> Trace:
+def sorted_trace(name: str, path: Path, jobs: list[Demand], estimates: Mapping[str, float] | None = None) -> Trace:
     if not jobs:
         raise InputError(f"{path}: the trace holds no jobs")
     jobs.sort(key=lambda j: (j.submitted_at, j.job_id))
-    return Trace(name, str(path), tuple(jobs))
+    return Trace(name, str(path), tuple(jobs), dict(estimates or {}))

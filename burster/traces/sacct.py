@@ -14,6 +14,9 @@ Rules (docs/traces.md has the full list):
   most gpus; team = account; project = wckey when set, else partition;
 - skipped and counted: jobs that never started, jobs still running (no end), CPU-only jobs, jobs
   that ran 0 s; a start before submission moves submitted_at to the start (counted);
+- runtime estimate = time.limit (minutes): what Slurm, and so a controller, knew before the job ran;
+  the simulator shows it to the policies and the pool's backfill and runs the job for its runtime
+  (``Trace.estimates``); no limit (unset, infinite or 0): the runtime (counted);
 - no deadline: a time limit is a kill switch, not a due date. Jobs are best-effort, priority 0.
 """
 
@@ -111,17 +114,33 @@ def load_sacct(path: Path, *, checkpoint_interval_s: float = 1800.0, counts: Cou
     tally: Counter[str] = Counter()
     seen: Counter[str] = Counter()
     jobs: list[Demand] = []
+    estimates: dict[str, float] = {}
     for i, data in enumerate(doc["jobs"]):
         if not isinstance(data, dict):
             raise InputError(f"{path}: jobs[{i}]: a job is a JSON object, not {type(data).__name__}")
-        job = _job(_Job(path, i, data), checkpoint_interval_s, tally)
+        entry = _Job(path, i, data)
+        job = _job(entry, checkpoint_interval_s, tally)
         if job is not None:
             seen[job.job_id] += 1
             if seen[job.job_id] > 1:  # sacct --duplicates lists each run of a requeued job
                 tally["requeued runs kept as .N"] += 1
                 job = replace(job, job_id=f"{job.job_id}.{seen[job.job_id]}")
             jobs.append(job)
-    return finish_trace(path, jobs, tally, counts)
+            told = _time_limit_s(entry, tally)
+            if told is not None and told != job.est_runtime_s:
+                estimates[job.job_id] = told
+    return finish_trace(path, jobs, tally, counts, estimates)
+
+
+def _time_limit_s(job: _Job, tally: Counter[str]) -> float | None:
+    """``time.limit`` (minutes) in seconds: the runtime estimate Slurm had; None (counted) when unset."""
+    minutes = job.number("time.limit", required=False)
+    if not minutes:
+        tally["jobs without a time limit: estimate = runtime"] += 1
+        return None
+    if problem := out_of_range(minutes * 60):
+        raise job.fail("time.limit", f"{minutes} minutes {problem}")
+    return float(minutes * 60)
 
 
 def _job(job: _Job, checkpoint_interval_s: float, tally: Counter[str]) -> Demand | None:

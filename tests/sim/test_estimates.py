@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +66,44 @@ def test_work_saved_at_a_stop_counts_past_the_estimate() -> None:
     pool.metrics.advance(T0 + timedelta(minutes=95))
     pool.drain("n1")
     assert pool.pending()[0].done_s == 90 * 60
+
+
+def test_a_traces_own_estimates_replace_the_truth_as_the_base() -> None:
+    """Time limits from the trace: the controller sees them (with any noise on top); runtimes stay true."""
+    jobs = [Demand("a", 1, T0, 3600.0), Demand("b", 1, T0, 1800.0)]
+    seen, true = with_estimate_error(jobs, 0.0, seed=0, told={"a": 14400.0})
+    assert [j.est_runtime_s for j in seen] == [14400.0, 1800.0]
+    assert true == {"a": 3600.0} and seen[1] is jobs[1]
+    noisy, true = with_estimate_error(jobs, 0.5, seed=3, told={"a": 14400.0})
+    plain, _ = with_estimate_error(jobs, 0.5, seed=3)
+    assert noisy[0].est_runtime_s / plain[0].est_runtime_s == pytest.approx(4.0)  # the same draw, on the limit
+    assert true == {"a": 3600.0, "b": 1800.0}
+
+
+def test_a_sacct_backtest_shows_the_time_limit_and_runs_the_elapsed_time(tmp_path: Path) -> None:
+    """End to end through `build_simulation`: a job with a 4 h limit that ran 1 h is seen as 4 h
+    by the policy and the pool's backfill, and finishes 1 h in."""
+    from burster.app import build_simulation
+    from burster.config import parse_config
+    from burster.sim.engine import run
+    from burster.traces import load_trace
+
+    t0 = int(T0.timestamp())
+    entry = {"job_id": 7, "account": "ml", "partition": "gpu", "allocation_nodes": 1,
+             "state": {"current": "COMPLETED"},
+             "time": {"submission": t0, "start": t0 + 10, "end": t0 + 3610, "elapsed": 3600,
+                      "limit": {"set": True, "infinite": False, "number": 240}},
+             "tres": {"allocated": [{"type": "gres", "name": "gpu", "count": 8}]}}
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps({"jobs": [entry]}))
+    trace = load_trace(path)
+    assert trace.estimates == {"slurm-7": 14400.0} and trace.jobs[0].est_runtime_s == 3600.0
+    sim = build_simulation(parse_config({"pool": {"nodes": 1}}), trace, policy="burster", seed=0)
+    sim.clock.set(T0 + timedelta(minutes=10))
+    sim.world.advance_to(sim.clock.now())
+    (placement,) = sim.reconciler.observe().running
+    assert placement.job.est_runtime_s == 14400.0
+    assert placement.ends_at_ts == (T0 + timedelta(hours=4)).timestamp()  # started on arrival, 4 h limit
+    run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end)
+    metrics = sim.world.pool.metrics
+    assert metrics.finished_jobs == 1 and metrics.now == T0 + timedelta(hours=1)  # the run ended when it did

@@ -121,6 +121,23 @@ def test_skip_rules_are_counted(tmp_path: Path) -> None:
                               "skipped: CPU-only jobs": 1, "skipped: jobs that ran 0 s": 1})
 
 
+def test_time_limits_are_the_estimates_a_backtest_sees(tmp_path: Path) -> None:
+    """A limit other than the runtime becomes the job's estimate (by its final id); no limit (unset,
+    infinite, 0 or absent) leaves the runtime and is counted."""
+    unlimited = {"set": True, "infinite": True, "number": 0}
+    jobs = [NEW_STYLE, OLD_STYLE,                                   # 240 min limit; a limit equal to the runtime
+            job(NEW_STYLE, job_id=103, time__limit=unlimited),
+            job(NEW_STYLE, job_id=104, time__limit={"set": False, "infinite": False, "number": 0}),
+            job(OLD_STYLE, job_id=105, time__limit=0),
+            job(OLD_STYLE, job_id=106, time__limit=...),
+            job(OLD_STYLE, time__limit=90)]                         # a requeued run of 102 with a longer limit
+    counts: Counter[str] = Counter()
+    trace = load_sacct(write(tmp_path, jobs), counts=counts)
+    assert trace.estimates == {"slurm-101": 240 * 60.0, "slurm-102.2": 90 * 60.0}
+    assert {j.job_id: j.est_runtime_s for j in trace.jobs}["slurm-101"] == 7200  # the runtime stays true
+    assert counts["jobs without a time limit: estimate = runtime"] == 4
+
+
 def test_requested_gpus_when_nothing_allocated(tmp_path: Path) -> None:
     only_requested = job(NEW_STYLE, tres__allocated=[])
     assert load_sacct(write(tmp_path, [only_requested])).jobs[0].gpus == 16
@@ -140,6 +157,8 @@ def test_requested_gpus_when_nothing_allocated(tmp_path: Path) -> None:
     ({"tres__allocated": [7]}, "tres.allocated[0]", "is not a {type, name, count} object"),
     ({"tres__allocated": [{"type": "gres", "name": "gpu", "count": "two"}]}, "tres.allocated[0].count",
      "'two' is not a whole number"),
+    ({"time__limit": -30}, "time.limit", "-30 is not a whole number"),
+    ({"time__limit": 6_000_000}, "time.limit", "6000000 minutes is out of range"),
 ])
 def test_bad_jobs_name_file_index_and_field(tmp_path: Path, changes: dict[str, Any], field: str,
                                             problem: str) -> None:
