@@ -60,7 +60,8 @@ def burst_params(config: BursterConfig) -> BurstParams:
     """Burster's burst parameters from the ``[policy]`` section (also the ranked queue's rule)."""
     p = config.policy
     return BurstParams(max_wait_s=p.max_wait_s, deadline_margin_s=p.deadline_margin_s, prewarm=p.prewarm,
-                       defer_to_budget=p.defer_to_budget, defer_margin_s=p.defer_margin_s)
+                       defer_to_budget=p.defer_to_budget, defer_margin_s=p.defer_margin_s,
+                       defer_quantile=p.defer_quantile)
 
 
 def _burster(config: BursterConfig, cost: CostModel) -> Policy:

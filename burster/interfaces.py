@@ -68,6 +68,8 @@ class Pool(Protocol):
       or ``until`` passes; before ``start_at`` only jobs that end by then may use it (``Hold``).
     - ``preempt``: ask an on-prem job to checkpoint before ``deadline``, then requeue it keeping the
       checkpointed work (``Preempt``); until then its Placement carries ``stopping_at``.
+    - ``runtime_ratios``: for the jobs that finished most recently (a few hundred, oldest first), how
+      long each really ran over its runtime estimate (Slurm: elapsed / time limit, from sacct).
     """
 
     def pending(self) -> Sequence[Demand]: ...
@@ -85,6 +87,8 @@ class Pool(Protocol):
     def hold(self, node_id: str, job_id: str, start_at: datetime, until: datetime) -> None: ...
 
     def preempt(self, job_id: str, deadline: datetime) -> None: ...
+
+    def runtime_ratios(self) -> Sequence[float]: ...
 
 
 class SignalSource(Protocol):

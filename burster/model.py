@@ -232,6 +232,9 @@ class Snapshot:
     blocked_offerings: frozenset[str] = field(default_factory=frozenset)
     degraded_providers: frozenset[str] = field(default_factory=frozenset)
     spend: Spend = field(default_factory=Spend)
+    # true / estimated runtime of the jobs the pool finished most recently, oldest first (how far off
+    # the estimates it is given run; ``Pool.runtime_ratios``)
+    runtime_ratios: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

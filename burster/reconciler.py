@@ -111,6 +111,7 @@ class Reconciler:
             blocked_offerings=frozenset(k for k, until in self.state.blocked.items() if until > now),
             degraded_providers=frozenset(degraded),
             spend=self._spend(now),
+            runtime_ratios=tuple(self.pool.runtime_ratios()),
         )
 
     def _all_offerings(self) -> tuple[Offering, ...]:

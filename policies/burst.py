@@ -9,7 +9,8 @@ on-demand by queueing). With ``defer_to_budget``, a job not started yet whose bu
 than the floor (``max_wait_s``) treats its budget as a service level: it waits for reserved GPUs,
 whatever the wait costs, until only a boot and a margin of the budget are left (longer if the
 pool is expected to start it before a node could boot), if its deadline slack allows that wait
-and a spot run after it. A gang launches all its nodes in one Launch (all or none).
+and a spot run after it; of a budget it uses only the share recent jobs' true / estimated runtimes
+say its estimate keeps (``estimate_scale``). A gang launches all its nodes in one Launch (all or none).
 
 Market choice follows Uniform Progress with rework: a spot offering qualifies for a deadline job
 only while the slack covers its expected rework (interruptions x lost work, per gang member) plus
@@ -20,6 +21,7 @@ a changeover and a margin, and it competes at its expected cost plus its deadlin
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -53,6 +55,12 @@ class BurstParams:
     # its budget is nearly spent (a boot and defer_margin_s left); the cost trigger does not apply to it
     defer_to_budget: bool = False
     defer_margin_s: float = 120.0  # beyond the modelled boot: slower boots, a pass's granularity
+    # defer to this share of a budget: the quantile of true / estimated runtime over recently finished
+    # jobs (at most 1), so that most deferring jobs keep the budget of their true runtime
+    defer_quantile: float = 0.05
+
+
+MIN_RATIOS = 20  # finished jobs needed before their runtime ratios scale deferral (until then: 1)
 
 
 def slack_s(job: Demand, now: datetime, cost: CostModel) -> float:
@@ -96,21 +104,32 @@ def wait_budget_s(job: Demand, params: BurstParams) -> float:
 
 
 def defers(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,
-           offering: Offering) -> bool:
-    """Whether ``job`` waits out its wait budget before bursting to ``offering`` (``defer_to_budget``):
-    only before its first start (a stopped job's pause is priced as waiting), only a budget longer
-    than the ``max_wait_s`` floor (short jobs still burst at once), and, for a deadline job, only
-    while its slack would still let it run there (spot slack) and keep the margin after the wait."""
-    if not (params.defer_to_budget and job.attempt == 0 and wait_budget_s(job, params) > params.max_wait_s):
+           offering: Offering, scale: float = 1.0) -> bool:
+    """Whether ``job`` waits out its wait budget (``scale`` of it) before bursting to ``offering``
+    (``defer_to_budget``): only before its first start (a stopped job's pause is priced as waiting),
+    only a budget longer than the ``max_wait_s`` floor (short jobs still burst at once), and, for a
+    deadline job, only while its slack would still let it run there (spot slack) and keep the margin
+    after the wait."""
+    if not (params.defer_to_budget and job.attempt == 0 and scale * wait_budget_s(job, params) > params.max_wait_s):
         return False
-    left_s = defer_left_s(job, waited_s, cost, params)
+    left_s = defer_left_s(job, waited_s, cost, params, scale)
     return min(spot_slack_s(job, now, cost, params, offering),
                slack_s(job, now, cost) - params.deadline_margin_s) >= left_s
 
 
-def defer_left_s(job: Demand, waited_s: float, cost: CostModel, params: BurstParams) -> float:
-    """How much longer a deferring job may wait and still start on the cloud within its budget."""
-    return wait_budget_s(job, params) - waited_s - cost.p.launch_latency_s - params.defer_margin_s
+def defer_left_s(job: Demand, waited_s: float, cost: CostModel, params: BurstParams, scale: float = 1.0) -> float:
+    """How much longer a deferring job may wait and still start on the cloud within ``scale`` of its budget."""
+    return scale * wait_budget_s(job, params) - waited_s - cost.p.launch_latency_s - params.defer_margin_s
+
+
+def estimate_scale(ratios: Sequence[float], quantile: float) -> float:
+    """The share of an estimate-based wait budget a deferring job may use: the ``quantile`` of true /
+    estimated runtime over recently finished jobs (``Snapshot.runtime_ratios``), at most 1; 1 until
+    ``MIN_RATIOS`` jobs have finished. Exact estimates give 1; time limits twice the runtime, 0.5."""
+    if len(ratios) < MIN_RATIOS:
+        return 1.0
+    ordered = sorted(ratios)
+    return min(1.0, ordered[min(int(quantile * len(ordered)), len(ordered) - 1)])
 
 
 def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, book: OfferBook) -> Offering | None:
@@ -191,6 +210,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     served = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and n.state.value in _USABLE}
     served |= incoming
     held = held_by_job(snapshot.pool_nodes)
+    scale = estimate_scale(snapshot.runtime_ratios, params.defer_quantile) if params.defer_to_budget else 1.0
     launches: list[Launch] = []
     for job in sorted(snapshot.pending, key=lambda j: (-j.priority, queue_key(j), j.submitted_at, j.job_id)):
         if job.job_id in served:
@@ -206,9 +226,9 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         # the pool may not have looked yet, or it will surely start it: it fits and so does the queue
         fresh = wait_s == 0.0 and (queued_s < params.stuck_after_s or room.surely_starts(job))
         offering = None if fresh else choose(job, now, cost, params, book)
-        deferring = offering is not None and defers(job, waited_s, now, cost, params, offering)
+        deferring = offering is not None and defers(job, waited_s, now, cost, params, offering, scale)
         launch = None if offering is None else _consider(job, offering, deferring, wait_s, waited_s, now, cost,
-                                                         params)
+                                                         params, scale)
         if launch is not None and wait_s == 0.0 and idle.take(job) is not None:
             continue
         if launch is None:
@@ -218,8 +238,8 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
             elif offering is None or wakes is None:
                 pass  # no offering: only an event (an offering change) can let it burst
             elif wait_s == 0.0:
-                wakes += _stuck_wakes(job, waited_s, now, cost, params, offering, deferring)
-            elif deferring and (left_s := defer_left_s(job, waited_s, cost, params)) >= 0:
+                wakes += _stuck_wakes(job, waited_s, now, cost, params, offering, deferring, scale)
+            elif deferring and (left_s := defer_left_s(job, waited_s, cost, params, scale)) >= 0:
                 wakes.append(now + timedelta(seconds=left_s, microseconds=1))  # just past it: the rule holds there
         else:
             launches.append(launch)
@@ -238,10 +258,10 @@ def _held_room_soon(job: Demand, nodes: list[PoolNode], queue: ReservedQueue, co
 
 
 def _consider(job: Demand, offering: Offering, deferring: bool, wait_s: float, waited_s: float, now: datetime,
-              cost: CostModel, params: BurstParams) -> Launch | None:
+              cost: CostModel, params: BurstParams, scale: float = 1.0) -> Launch | None:
     """A Launch to ``offering`` (the job's choice) if ``job`` should burst now (the first rule that
-    fires gives the reason), else None. ``deferring``: ``defers(job, ...)``."""
-    why = _burst_reason(job, wait_s, waited_s, now, cost, params, offering, deferring)
+    fires gives the reason), else None. ``deferring``: ``defers(job, ..., scale)``."""
+    why = _burst_reason(job, wait_s, waited_s, now, cost, params, offering, deferring, scale)
     if why is None:
         return None
     return _launch(job, offering, cost, f"job {job.job_id} ({job.gpus} GPUs): {why}; "
@@ -249,14 +269,15 @@ def _consider(job: Demand, offering: Offering, deferring: bool, wait_s: float, w
 
 
 def _burst_reason(job: Demand, wait_s: float, waited_s: float, now: datetime, cost: CostModel,
-                  params: BurstParams, offering: Offering, deferring: bool) -> str | None:
+                  params: BurstParams, offering: Offering, deferring: bool, scale: float = 1.0) -> str | None:
     """Why ``job`` should burst to ``offering`` now, or None; cheap rules first."""
     if wait_s == math.inf:
         return "no reserved capacity can run it"
     budget = wait_budget_s(job, params)
-    if deferring and defer_left_s(job, waited_s, cost, params) < 0 \
+    if deferring and defer_left_s(job, waited_s, cost, params, scale) < 0 \
             and not 0 < wait_s <= cost.p.launch_latency_s:  # the pool would start it before a node could boot
-        return (f"waited {waited_s:.0f}s of its {budget:.0f}s wait budget, a boot and a margin short of it; "
+        share = "" if scale == 1.0 else f" ({scale:.0%} of it: estimates run long)"
+        return (f"waited {waited_s:.0f}s of its {budget:.0f}s wait budget{share}, a boot and a margin short of it; "
                 + (f"reserved GPUs expected in {wait_s:.0f}s" if wait_s > 0 else
                    "reserved GPUs look free but it has not started (fragmented, or held for the queue's head)"))
     if not deferring and waited_s + wait_s > budget:
@@ -281,10 +302,11 @@ def _burst_reason(job: Demand, wait_s: float, waited_s: float, now: datetime, co
 
 
 def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,
-                 offering: Offering, deferring: bool) -> list[datetime]:
+                 offering: Offering, deferring: bool, scale: float = 1.0) -> list[datetime]:
     """When a job whose projected wait stays 0 will pass its wait budget (``deferring``: its deferral's
     end), spot slack or deadline margin (bursting to ``offering``)."""
-    budget_s = defer_left_s(job, waited_s, cost, params) if deferring else wait_budget_s(job, params) - waited_s
+    budget_s = defer_left_s(job, waited_s, cost, params, scale) if deferring else \
+        wait_budget_s(job, params) - waited_s
     ahead = [budget_s,
              spot_slack_s(job, now, cost, params, offering) - params.stuck_after_s,
              slack_s(job, now, cost) - params.stuck_after_s - params.deadline_margin_s

@@ -80,3 +80,13 @@ def test_the_defer_margin_reaches_the_policy_and_is_range_checked() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config({"policy": {"defer_margin_s": -1}})
     assert "policy.defer_margin_s" in str(info.value) and "greater than or equal to 0" in str(info.value)
+
+
+def test_the_defer_quantile_reaches_the_policy_and_is_range_checked() -> None:
+    cfg = parse_config({"policy": {"defer_quantile": 0.2}})
+    policy = build_policy("burster", cfg, cost_model(cfg))
+    assert isinstance(policy, BursterPolicy) and policy.params.burst.defer_quantile == 0.2
+    assert parse_config({}).policy.defer_quantile == BursterPolicy().params.burst.defer_quantile == 0.05
+    with pytest.raises(ConfigError) as info:
+        parse_config({"policy": {"defer_quantile": 1.5}})
+    assert "policy.defer_quantile" in str(info.value) and "less than or equal to 1" in str(info.value)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -47,6 +48,9 @@ class _Run:
     placement: Placement | None = None  # the last one handed out, reused while market and price hold
 
 
+RATIO_HISTORY = 256  # finished jobs whose runtime ratios the pool reports
+
+
 class SimPool:
     def __init__(self, events: EventQueue, *, nodes: int, gpus_per_node: int, gpu_model: str,
                  checkpoint_s: float = 60.0, backfill_depth: int = 256, requeue: Requeue = Requeue.SUBMISSION,
@@ -70,6 +74,7 @@ class SimPool:
         self._changed = True  # queue, runs or burst nodes changed since the last schedule()
         self._cloud_gpus = 0  # GPUs of cloud-running jobs the reserved nodes could run (stranded-capacity KPI)
         self._hold_until: dict[int, datetime] = {}  # reserved node index -> when its hold runs out
+        self._ratios: deque[float] = deque(maxlen=RATIO_HISTORY)  # true / estimated runtime, finished jobs
 
     # --- Pool protocol -------------------------------------------------------------------------
     def pending(self) -> Sequence[Demand]:
@@ -85,6 +90,12 @@ class SimPool:
         if "nodes" not in self._cache:
             self._cache["nodes"] = self.onprem.pool_nodes()
         return self._cache["nodes"]  # type: ignore[return-value]
+
+    def runtime_ratios(self) -> Sequence[float]:
+        """True over estimated runtime of the last ``RATIO_HISTORY`` jobs to finish, oldest first."""
+        if "ratios" not in self._cache:
+            self._cache["ratios"] = tuple(self._ratios)
+        return self._cache["ratios"]  # type: ignore[return-value]
 
     def bootstrap(self, offering: Offering) -> str:
         return f"#cloud-config\n# join simulated pool as {offering.gpu_model} x{offering.gpus_per_node}\n"
@@ -299,6 +310,9 @@ class SimPool:
         if self.onprem.held:
             self.onprem.release(job_id)
         self.metrics.finished(run.job, now)
+        if run.job.est_runtime_s > 0:
+            self._ratios.append(self._runtime_s(run.job) / run.job.est_runtime_s)
+            self._cache.pop("ratios", None)
         self.schedule(now)
 
     def _stop(self, job_id: str, *, preempted: bool) -> None:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Launch
-from policies.burst import BurstParams, burst, spot_slack_s
+from policies.burst import MIN_RATIOS, BurstParams, burst, estimate_scale, spot_slack_s
 from policies.cost import CostModel, CostParams
 from policies.rank import start_by
 
@@ -159,6 +159,32 @@ def test_a_stuck_deferring_job_wakes_the_simulation_when_its_budget_nearly_runs_
     late = replace(job, submitted_at=NOW - timedelta(seconds=3_301))
     (launch,) = burst(fragmented(late), COST, DEFER)
     assert launch.count == 2 and "look free" in launch.reason
+
+
+def test_the_estimate_scale_is_a_low_quantile_of_recent_runtime_ratios_at_most_one() -> None:
+    assert estimate_scale((), 0.05) == 1.0
+    assert estimate_scale((0.5,) * (MIN_RATIOS - 1), 0.05) == 1.0  # too few finished jobs to trust
+    ratios = tuple(0.2 + 0.01 * i for i in range(100))  # 0.20 .. 1.19
+    assert estimate_scale(ratios, 0.05) == ratios[5]
+    assert estimate_scale(ratios, 0.0) == 0.2 and estimate_scale(ratios, 1.0) == 1.0  # never more than 1
+    assert estimate_scale((1.0,) * 256, 0.05) == 1.0  # exact estimates leave the budget whole
+
+
+def test_a_deferring_job_uses_only_the_share_of_its_budget_its_estimate_is_likely_to_keep() -> None:
+    # estimates run twice the runtime: a 10 h estimate's 9000 s budget is deferred to only 4500 s
+    job = Demand("be", 1, NOW, 36_000, gpu_model="V100")
+    long = replace(snapshot(job, busy_for_s=10_000), runtime_ratios=(0.5,) * 100)
+    wakes: list[datetime] = []
+    assert burst(long, PRICED, DEFER, wakes=wakes) == []
+    assert wakes == [NOW + timedelta(seconds=4_500 - 180 - 120, microseconds=1)]
+    late = replace(job, submitted_at=NOW - timedelta(seconds=4_201))
+    (launch,) = burst(replace(snapshot(late, busy_for_s=10_000 - 4_201), runtime_ratios=(0.5,) * 100), PRICED, DEFER)
+    assert "(50% of it: estimates run long)" in launch.reason
+    # a 4000 s estimate's 1000 s budget halves to below the 600 s floor: no deferral, the plain rules
+    short = Demand("mid", 1, NOW, 4_000, gpu_model="V100")
+    assert burst(snapshot(short, busy_for_s=5_000), PRICED, DEFER) == []  # with exact estimates it defers
+    (launch,) = burst(replace(snapshot(short, busy_for_s=5_000), runtime_ratios=(0.5,) * 100), PRICED, DEFER)
+    assert "would pass its wait budget" in launch.reason
 
 
 RISKY = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.4)

@@ -52,6 +52,23 @@ def test_the_pool_runs_a_job_for_its_true_runtime_not_its_estimate() -> None:
     assert pool.metrics.finished_jobs == 1
 
 
+def test_the_pool_reports_true_over_estimated_runtime_of_its_last_finished_jobs() -> None:
+    from providers.sim.pool import RATIO_HISTORY
+
+    events = EventQueue()
+    n = RATIO_HISTORY + 4
+    runtimes = {f"j{i}": 1800.0 for i in range(n)}
+    pool = SimPool(events, nodes=40, gpus_per_node=8, gpu_model="V100", runtimes=runtimes)
+    assert pool.runtime_ratios() == ()
+    for i in range(n):
+        pool.submit(Demand(f"j{i}", 1, T0, 3600.0 if i < 4 else 900.0, gpu_model="V100"), T0)
+    pool.schedule(T0)
+    events.run_until(T0 + timedelta(hours=1))
+    ratios = pool.runtime_ratios()
+    assert len(ratios) == RATIO_HISTORY and set(ratios) == {2.0}  # the four 0.5s, recorded first, aged out
+    assert pool.runtime_ratios() is ratios  # the same tuple until another job finishes
+
+
 def test_work_saved_at_a_stop_counts_past_the_estimate() -> None:
     """Estimated 1 h, really 2 h, checkpointing every 10 min: stopped 95 min in, 90 min are saved."""
     from burster.model import Market, Offering
@@ -107,3 +124,4 @@ def test_a_sacct_backtest_shows_the_time_limit_and_runs_the_elapsed_time(tmp_pat
     run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end)
     metrics = sim.world.pool.metrics
     assert metrics.finished_jobs == 1 and metrics.now == T0 + timedelta(hours=1)  # the run ended when it did
+    assert sim.reconciler.observe().runtime_ratios == (0.25,)  # what the policy learns of its time limits
