@@ -73,6 +73,7 @@ def _burster(config: BursterConfig, cost: CostModel) -> Policy:
                               requeue=config.pool.requeue),
         guards=guard_params(config),
         preempt_onprem=p.preempt_onprem,
+        correct_estimates=p.correct_estimates,
     ))
 
 

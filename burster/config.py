@@ -69,6 +69,7 @@ class PolicyConfig(_Section):
     defer_to_budget: bool = True
     defer_margin_s: float = Field(default=120.0, ge=0, le=86_400)
     defer_quantile: float = Field(default=0.05, ge=0, le=1)
+    correct_estimates: bool = True
 
 
 class BudgetConfig(_Section):

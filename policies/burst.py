@@ -21,13 +21,13 @@ a changeover and a margin, and it competes at its expected cost plus its deadlin
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from burster.model import Demand, JobClass, Market, Node, Offering, PoolNode, Snapshot, queue_key
 from burster.plan import Launch, request_id
 from policies.cost import CostModel
+from policies.estimates import estimate_scale
 from policies.offers import ANY, OfferBook, offer_book
 from policies.queue import ReservedQueue, held_by_job
 
@@ -59,8 +59,6 @@ class BurstParams:
     # jobs (at most 1), so that most deferring jobs keep the budget of their true runtime
     defer_quantile: float = 0.05
 
-
-MIN_RATIOS = 20  # finished jobs needed before their runtime ratios scale deferral (until then: 1)
 
 
 def slack_s(job: Demand, now: datetime, cost: CostModel) -> float:
@@ -120,16 +118,6 @@ def defers(job: Demand, waited_s: float, now: datetime, cost: CostModel, params:
 def defer_left_s(job: Demand, waited_s: float, cost: CostModel, params: BurstParams, scale: float = 1.0) -> float:
     """How much longer a deferring job may wait and still start on the cloud within ``scale`` of its budget."""
     return scale * wait_budget_s(job, params) - waited_s - cost.p.launch_latency_s - params.defer_margin_s
-
-
-def estimate_scale(ratios: Sequence[float], quantile: float) -> float:
-    """The share of an estimate-based wait budget a deferring job may use: the ``quantile`` of true /
-    estimated runtime over recently finished jobs (``Snapshot.runtime_ratios``), at most 1; 1 until
-    ``MIN_RATIOS`` jobs have finished. Exact estimates give 1; time limits twice the runtime, 0.5."""
-    if len(ratios) < MIN_RATIOS:
-        return 1.0
-    ordered = sorted(ratios)
-    return min(1.0, ordered[min(int(quantile * len(ordered)), len(ordered) - 1)])
 
 
 def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, book: OfferBook) -> Offering | None:

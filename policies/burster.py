@@ -1,4 +1,4 @@
-"""Burster's own policy: interruptions, deadline switches, burst, reclaim, then guards."""
+"""Burster's own policy: estimates corrected, then interruptions, deadline switches, burst, reclaim, guards."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from policies.consolidate import consolidate
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.defrag import held_moves, hold_nodes
+from policies.estimates import corrected, runtime_correction
 from policies.guards import GuardParams, apply_guards, enforce_budget
 from policies.preempt import incoming, preempt_for_urgent
 from policies.queue import ReservedQueue
@@ -25,6 +26,8 @@ class BursterParams:
     reclaim: ReclaimParams = field(default_factory=ReclaimParams)
     guards: GuardParams = field(default_factory=GuardParams)
     preempt_onprem: bool = True  # requeue a reserved job for an urgent one when that is cheaper (policies/preempt.py)
+    # scale every runtime estimate by the median true / estimated runtime of finished jobs (policies/estimates.py)
+    correct_estimates: bool = True
 
 
 class BursterPolicy:
@@ -38,6 +41,8 @@ class BursterPolicy:
 
     def decide(self, snapshot: Snapshot) -> Plan:
         p = self.params
+        if p.correct_estimates:
+            snapshot = corrected(snapshot, runtime_correction(snapshot.runtime_ratios))
         actions: list[Action] = []
         queue = ReservedQueue(snapshot.now, snapshot.pool_nodes, snapshot.running)
         stopping = enforce_budget(snapshot, p.guards, p.reclaim.tick_s)

@@ -62,7 +62,7 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
 
 def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params: BurstParams, book: OfferBook,
                        snapshot: Snapshot) -> Launch | None:
-    key = (p.job.job_id, p.job.attempt, params)
+    key = (p.job.job_id, p.job.attempt, p.job.est_runtime_s, params)
     target = book.targets.get(key, current)
     if target is not None and target.key == current.key and key in book.targets:
         return None  # most passes: the job is already where it would be launched (no Demand built)
@@ -70,7 +70,7 @@ def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params:
     slack = slack_s(job, snapshot.now, cost)
     if slack != math.inf and slack - _pause_s(cost) < params.deadline_margin_s:
         return None  # no room for a changeover: the deadline rules own this job
-    if key not in book.targets:  # a running job's slack is constant: so is its target for this book
+    if key not in book.targets:  # a running job's slack is constant (while its estimate is): so is its target
         book.targets[key] = choose(job, snapshot.now, cost, params, book)
     target = book.targets[key]
     if target is None or target.key == current.key:

@@ -47,9 +47,9 @@ class OfferBook:
             self._by_model.setdefault(o.gpu_model, []).append(o)
         self._best: dict[ShapeKey, Offering | None] = {}
         self._spot_ranks: dict[ShapeKey, tuple[list[Offering], list[float]]] = {}
-        # (running job id, attempt, burst params) -> where it would be launched now: constant while
-        # this book is (a running job's deadline slack does not change as it runs)
-        self.targets: dict[tuple[str, int, object], Offering | None] = {}
+        # (running job id, attempt, estimate, burst params) -> where it would be launched now: constant
+        # while this book is (a running job's deadline slack does not change as it runs)
+        self.targets: dict[tuple[str, int, float, object], Offering | None] = {}
         self.bounds: dict[tuple[object, ...], tuple[float, float]] = {}  # consolidation's saving bound lines
 
     def _candidates(self, gpu_model: str) -> Iterable[Offering]:

@@ -82,6 +82,14 @@ def test_the_defer_margin_reaches_the_policy_and_is_range_checked() -> None:
     assert "policy.defer_margin_s" in str(info.value) and "greater than or equal to 0" in str(info.value)
 
 
+def test_correcting_estimates_is_on_by_default_and_can_be_turned_off() -> None:
+    on = build_policy("burster", parse_config({}), cost_model(parse_config({})))
+    cfg = parse_config({"policy": {"correct_estimates": False}})
+    off = build_policy("burster", cfg, cost_model(cfg))
+    assert isinstance(on, BursterPolicy) and on.params.correct_estimates
+    assert isinstance(off, BursterPolicy) and not off.params.correct_estimates
+
+
 def test_the_defer_quantile_reaches_the_policy_and_is_range_checked() -> None:
     cfg = parse_config({"policy": {"defer_quantile": 0.2}})
     policy = build_policy("burster", cfg, cost_model(cfg))

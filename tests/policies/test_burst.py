@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Launch
-from policies.burst import MIN_RATIOS, BurstParams, burst, estimate_scale, spot_slack_s
+from policies.burst import BurstParams, burst, spot_slack_s
 from policies.cost import CostModel, CostParams
 from policies.rank import start_by
 
@@ -159,15 +159,6 @@ def test_a_stuck_deferring_job_wakes_the_simulation_when_its_budget_nearly_runs_
     late = replace(job, submitted_at=NOW - timedelta(seconds=3_301))
     (launch,) = burst(fragmented(late), COST, DEFER)
     assert launch.count == 2 and "look free" in launch.reason
-
-
-def test_the_estimate_scale_is_a_low_quantile_of_recent_runtime_ratios_at_most_one() -> None:
-    assert estimate_scale((), 0.05) == 1.0
-    assert estimate_scale((0.5,) * (MIN_RATIOS - 1), 0.05) == 1.0  # too few finished jobs to trust
-    ratios = tuple(0.2 + 0.01 * i for i in range(100))  # 0.20 .. 1.19
-    assert estimate_scale(ratios, 0.05) == ratios[5]
-    assert estimate_scale(ratios, 0.0) == 0.2 and estimate_scale(ratios, 1.0) == 1.0  # never more than 1
-    assert estimate_scale((1.0,) * 256, 0.05) == 1.0  # exact estimates leave the budget whole
 
 
 def test_a_deferring_job_uses_only_the_share_of_its_budget_its_estimate_is_likely_to_keep() -> None:

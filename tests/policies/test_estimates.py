@@ -1,0 +1,83 @@
+"""Learning from finished jobs how far off runtime estimates are: the correction and the deferral scale."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNode, Snapshot
+from burster.plan import Launch
+from policies.burster import BursterParams, BursterPolicy
+from policies.cost import CostModel, CostParams
+from policies.estimates import MIN_RATIOS, corrected, estimate_scale, runtime_correction
+
+NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
+
+
+def test_the_estimate_scale_is_a_low_quantile_of_recent_runtime_ratios_at_most_one() -> None:
+    assert estimate_scale((), 0.05) == 1.0
+    assert estimate_scale((0.5,) * (MIN_RATIOS - 1), 0.05) == 1.0  # too few finished jobs to trust
+    ratios = tuple(0.2 + 0.01 * i for i in range(100))  # 0.20 .. 1.19
+    assert estimate_scale(ratios, 0.05) == ratios[5]
+    assert estimate_scale(ratios, 0.0) == 0.2 and estimate_scale(ratios, 1.0) == 1.0  # never more than 1
+    assert estimate_scale((1.0,) * 256, 0.05) == 1.0  # exact estimates leave the budget whole
+
+
+def test_the_correction_is_the_median_ratio_once_it_is_more_than_sampling_noise() -> None:
+    assert runtime_correction(()) == 1.0
+    assert runtime_correction((0.5,) * (MIN_RATIOS - 1)) == 1.0  # too few finished jobs
+    assert runtime_correction((1.0,) * 256) == 1.0  # exact estimates
+    assert runtime_correction((0.81,) * 100) == runtime_correction((1.24,) * 100) == 1.0  # within 1.25x: noise
+    assert runtime_correction((0.5,) * 100) == 0.5  # time limits twice the runtimes
+    assert runtime_correction((0.2,) * 40 + (0.333,) * 30 + (3.0,) * 30) == 0.33  # the median, two decimals
+    assert runtime_correction((3.0,) * 30) == 3.0  # estimates that run short are corrected too
+
+
+def _world() -> Snapshot:
+    job = Demand("q", 1, NOW, 7_200.0, gpu_model="V100")
+    run = Demand("r", 8, NOW - timedelta(hours=1), 4 * 3600.0, gpu_model="V100", done_s=600.0)
+    placed = Placement(run, ("onprem-0",), NOW - timedelta(hours=1), False, Market.RESERVED)
+    return Snapshot(NOW, (job,), (placed,), (PoolNode("onprem-0", "V100", 8, 0),), (), (),
+                    runtime_ratios=(0.5,) * 30)
+
+
+def test_a_corrected_snapshot_scales_every_estimate_and_the_expected_ends() -> None:
+    snap = _world()
+    assert corrected(snap, 1.0) is snap
+    half = corrected(snap, 0.5)
+    assert half.pending[0].est_runtime_s == 3_600.0 and half.pending[0].remaining_s == 3_600.0
+    (p,) = half.running
+    assert p.job.est_runtime_s == 7_200.0 and p.job.done_s == 600.0
+    assert p.ends_at_ts == (NOW - timedelta(hours=1) + timedelta(seconds=6_600)).timestamp()
+    assert half.runtime_ratios == (1.0,) * 30  # relative to the corrected estimates
+    tiny = corrected(replace(snap, pending=(Demand("t", 1, NOW, 100.0),)), 0.1)
+    assert tiny.pending[0].est_runtime_s == 60.0
+
+
+SPOT = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
+OD = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
+COST = CostModel(CostParams(spot_interruptions_per_hour=0.0, restart_overhead_s=300, launch_latency_s=180))
+
+
+def _deadline_world(ratios: tuple[float, ...]) -> Snapshot:
+    """A 4 h estimate (really 2 h) due in 3 h, the pool busy for 5 h: on its estimate it cannot make
+    the deadline anywhere; on the runtime it can, on spot."""
+    job = Demand("dl", 1, NOW, 4 * 3600.0, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(hours=3))
+    hog = Demand("hog", 8, NOW - timedelta(hours=1), 6 * 3600.0, gpu_model="V100")
+    placed = Placement(hog, ("onprem-0",), NOW - timedelta(hours=1), False, Market.RESERVED)
+    return Snapshot(NOW, (job,), (placed,), (PoolNode("onprem-0", "V100", 8, 0),), (), (SPOT, OD),
+                    runtime_ratios=ratios)
+
+
+@pytest.mark.parametrize(("ratios", "correct", "market"), [
+    ((0.5,) * 30, True, Market.SPOT),        # estimates run twice the runtime: it has slack for spot
+    ((0.5,) * 30, False, Market.ON_DEMAND),  # trusting the estimate, only on-demand could make it
+    ((), True, Market.ON_DEMAND),            # no finished jobs yet: the estimate stands
+])
+def test_the_policy_reads_corrected_estimates(ratios: tuple[float, ...], correct: bool, market: Market) -> None:
+    policy = BursterPolicy(COST, BursterParams(correct_estimates=correct))
+    launches = [a for a in policy.decide(_deadline_world(ratios)).actions if isinstance(a, Launch)]
+    assert [a.offering.market for a in launches] == [market]
