@@ -23,7 +23,8 @@ def runtime_correction(ratios: Sequence[float]) -> float:
     finished jobs, to two decimals; 1 with fewer than ``MIN_RATIOS`` of them or within ``TRUSTED_WITHIN``."""
     if len(ratios) < MIN_RATIOS:
         return 1.0
-    median = sorted(ratios)[len(ratios) // 2]
+    ordered = _sorted(ratios)
+    median = ordered[len(ordered) // 2]
     return 1.0 if 1 / TRUSTED_WITHIN <= median <= TRUSTED_WITHIN else round(median, 2)
 
 
@@ -47,5 +48,17 @@ def estimate_scale(ratios: Sequence[float], quantile: float) -> float:
     ``MIN_RATIOS`` jobs have finished. Exact estimates give 1; time limits twice the runtime, 0.5."""
     if len(ratios) < MIN_RATIOS:
         return 1.0
-    ordered = sorted(ratios)
+    ordered = _sorted(ratios)
     return min(1.0, ordered[min(int(quantile * len(ordered)), len(ordered) - 1)])
+
+
+_LAST: list[tuple[Sequence[float], list[float]]] = []
+
+
+def _sorted(ratios: Sequence[float]) -> list[float]:
+    """``sorted(ratios)``, kept while the pool hands out the same tuple (until a job finishes)."""
+    if _LAST and _LAST[0][0] is ratios:
+        return _LAST[0][1]
+    ordered = sorted(ratios)
+    _LAST[:] = [(ratios, ordered)]
+    return ordered
