@@ -173,9 +173,9 @@ def queue_ranker(config: BursterConfig, cost: CostModel) -> Callable[[Demand], d
 def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: int,
                      prices: Path | None = None, spot_dir: Path | None = None,
                      providers: Sequence[str] = PROVIDERS, days: float | None = None,
-                     start_day: float = 0.0, estimate_error: float = 0.0) -> Simulation:
+                     start_day: float = 0.0, estimate_error: float = 0.0, estimate_bias: float = 1.0) -> Simulation:
     """A simulated world and a reconciler over it; ``estimate_error``: lognormal sigma of the runtime
-    estimates the controller sees (0: exact; ``burster.sim.estimates``)."""
+    estimates the controller sees (0: exact; ``burster.sim.estimates``), ``estimate_bias`` their factor."""
     from burster.sim.estimates import with_estimate_error
     from providers.sim.world import SimWorld
 
@@ -193,7 +193,7 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
         length = "to the end" if days is None else f"+ {days:g} d"
         raise ConfigError(f"no jobs submitted in day {start_day:g} {length} of {trace.name}; its arrivals span "
                           f"days 0 to {span:.1f} (check --start-day and --days)")
-    jobs, runtimes = with_estimate_error(jobs, estimate_error, seed, trace.estimates)
+    jobs, runtimes = with_estimate_error(jobs, estimate_error, seed, trace.estimates, estimate_bias)
     offerings = load_catalog(prices, providers) if prices else load_catalog(providers=providers)
     check_models(jobs, offerings, model if config.pool.nodes > 0 else None, providers)
     series, source = spot_series(seed, spot_dir)

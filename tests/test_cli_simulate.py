@@ -81,6 +81,26 @@ def test_wrong_runtime_estimates_run_and_a_bad_sigma_names_its_range(capsys: pyt
     assert "lognormal sigma in [0, 3]" in capsys.readouterr().err
 
 
+def test_estimates_that_run_long_are_learned_and_a_bad_bias_names_its_range(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Estimates twice the runtimes (one day of the demo at 6 nodes): trusting them, deadline jobs look
+    out of reach and run on on-demand (about $1,660 against $345 exact); the policy corrects them by
+    what finished jobs show (about $420: the first hours, before 20 jobs have finished, are not)."""
+    argv = ["simulate", "--demo", "--days", "1", "--pool-nodes", "6", "--json"]
+    assert main(argv) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--estimate-bias", "2"]) == 0
+    learned = json.loads(capsys.readouterr().out)
+    trusting_cfg = tmp_path / "trusting.toml"
+    trusting_cfg.write_text("[policy]\ncorrect_estimates = false\ndefer_quantile = 1.0\n")
+    assert main([*argv, "--estimate-bias", "2", "--config", str(trusting_cfg)]) == 0
+    trusting = json.loads(capsys.readouterr().out)
+    assert (exact["estimate_bias"], learned["estimate_bias"]) == (1.0, 2.0) and learned["jobs"] == exact["jobs"]
+    assert exact["cloud_usd"] < learned["cloud_usd"] < 0.5 * trusting["cloud_usd"]
+    assert main(["simulate", "--demo", "--days", "0.1", "--estimate-bias", "50"]) == 2
+    assert "estimate bias must be a factor in [0.05, 20]" in capsys.readouterr().err
+
+
 def test_a_whole_trace_replay_includes_its_last_arrival(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     trace = _philly(tmp_path / "trace_job_Philly_two.csv",

@@ -48,6 +48,9 @@ def register(sub: Any) -> None:
     p.add_argument("--estimate-error", type=finite_float, default=0.0, metavar="SIGMA",
                    help="runtime estimates the arms see are off by exp(N(0, SIGMA)) (default 0: exact); "
                         "jobs run their true runtimes and the bounds use those")
+    p.add_argument("--estimate-bias", type=finite_float, default=1.0, metavar="FACTOR",
+                   help="runtime estimates the arms see are FACTOR x the runtime, before --estimate-error's noise "
+                        "(default 1; 2 to 4 is typical of Slurm time limits); jobs run their true runtimes")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     p.set_defaults(func=main)
 
@@ -85,9 +88,10 @@ def _check_numbers(args: argparse.Namespace) -> None:
     from burster.app import check_window
 
     check_window(args.days, args.start_day or 0.0)
-    from burster.sim.estimates import check_sigma
+    from burster.sim.estimates import check_bias, check_sigma
 
     check_sigma(args.estimate_error)
+    check_bias(args.estimate_bias)
 
 
 def windows(args: argparse.Namespace) -> list[Any]:
@@ -172,7 +176,7 @@ def main(args: argparse.Namespace) -> int:
     if not plan.settings:
         raise ConfigError("nothing to run: every trace of the suite was skipped (see above)")
     _check_models(plan.settings, args.prices)
-    sources = Sources(args.prices, args.spot, args.requeue, args.pool_order, args.estimate_error)
+    sources = Sources(args.prices, args.spot, args.requeue, args.pool_order, args.estimate_error, args.estimate_bias)
     if args.json:
         result = run_suite(plan.settings, policies, sources, workers=args.workers)
     else:

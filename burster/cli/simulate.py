@@ -43,6 +43,10 @@ def register(sub: Any) -> None:
     p.add_argument("--estimate-error", type=finite_float, default=0.0, metavar="SIGMA",
                    help="runtime estimates the controller sees are off by exp(N(0, SIGMA)) (default 0: exact; "
                         "0.5 is typical of user time limits); jobs run their true runtimes")
+    p.add_argument("--estimate-bias", type=finite_float, default=1.0, metavar="FACTOR",
+                   help="runtime estimates the controller sees are FACTOR x the runtime, before "
+                        "--estimate-error's noise (default 1; 2 to 4 is typical of Slurm time limits); "
+                        "jobs run their true runtimes")
     p.add_argument("--explain", action="store_true", help="print every decision with its reason")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.set_defaults(func=main)
@@ -79,7 +83,8 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("--providers needs at least one of aws, gcp, azure (comma-separated)")
     sim = build_simulation(config, trace, policy=config.policy.name, seed=args.seed, prices=args.prices,
                            spot_dir=args.spot, providers=providers,
-                           days=days, start_day=args.start_day, estimate_error=args.estimate_error)
+                           days=days, start_day=args.start_day, estimate_error=args.estimate_error,
+                           estimate_bias=args.estimate_bias)
     on_pass = _explainer() if args.explain else None
     started = time.perf_counter()
     passes = _run_with_progress(sim, run, on_pass, quiet=args.json or args.explain,
@@ -92,6 +97,7 @@ def main(args: argparse.Namespace) -> int:
                        wall_s=wall)
     result["spot_source"] = sim.spot_source
     result["estimate_error"] = args.estimate_error
+    result["estimate_bias"] = args.estimate_bias
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -132,6 +138,8 @@ def _print_table(r: dict[str, Any]) -> None:
     from rich.table import Table
 
     noise = f", runtime estimates off by exp(N(0, {r['estimate_error']:g}))" if r.get("estimate_error") else ""
+    if r.get("estimate_bias", 1.0) != 1.0:
+        noise += f", estimates {r['estimate_bias']:g}x the runtimes"
     t = Table(title=f"burster simulate: {r['policy']} on {r['trace']} ({r['pool_gpus']} reserved GPUs{noise})")
     t.add_column("metric")
     t.add_column("value", justify="right")

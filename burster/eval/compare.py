@@ -74,6 +74,7 @@ class Sources:
     requeue: str = "submission"
     order: str = "start_by"  # the simulated pool's queue order (pool.order)
     estimate_error: float = 0.0  # lognormal sigma of the runtime estimates the arms see (burster.sim.estimates)
+    estimate_bias: float = 1.0  # the arms' estimates are this factor times the runtimes, before the noise
 
 
 @dataclass
@@ -159,7 +160,7 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
     config = bench_config(setting.nodes, sources.requeue, sources.order)
     sim = build_simulation(config, trace, policy=policy, seed=setting.seed, prices=sources.prices,
                            spot_dir=sources.spot, days=w.days, start_day=w.start_day,
-                           estimate_error=sources.estimate_error)
+                           estimate_error=sources.estimate_error, estimate_bias=sources.estimate_bias)
     world: Any = sim.world
     start = sim.clock.now()
     step_s = max(300, round(w.days * 86400 / 288 / 300) * 300)
@@ -174,6 +175,7 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
     summary["wait_share_within_budget"] = round(metrics.within_budget / metrics.jobs, 4) if metrics.jobs else 1.0
     summary["spot_source"] = sim.spot_source
     summary["estimate_error"] = sources.estimate_error
+    summary["estimate_bias"] = sources.estimate_bias
     summary["pool_order"] = sources.order
     spend: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for e in sim.reconciler.state.ledger:
@@ -236,8 +238,8 @@ RECORD_KEYS = ("trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s"
 SUMMARY_EXTRAS = ("cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses",
                   "jobs_never_started",
                   "preemptions", "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours",
-                  "stranded_gpu_hours", "launches", "onprem_utilization", "estimate_error", "pool_order",
-                  "spot_source")
+                  "stranded_gpu_hours", "launches", "onprem_utilization", "estimate_error", "estimate_bias",
+                  "pool_order", "spot_source")
 
 
 def ratio_to_bound(cloud_usd: float, lower_usd: float | None) -> float | None:

@@ -5,7 +5,8 @@ each job's estimate is its runtime times exp(N(0, sigma)) (median exact; sigma 0
 off by more than 40 %), drawn from a generator seeded by the simulation seed, at least 60 s. The
 simulated pool runs jobs for their true runtimes; the policy, the reserved-queue projection and the
 pool's backfill see the estimates. A trace that records what was known before each job ran (Slurm
-time limits in ``sacct`` output: ``Trace.estimates``) gives those estimates instead, with any noise on top.
+time limits in ``sacct`` output: ``Trace.estimates``) gives those estimates instead, with any noise on top;
+a ``bias`` factor makes every estimate run long (or short) by that much, as time limits do.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from burster.errors import ConfigError
 from burster.model import Demand
 
 MAX_SIGMA = 3.0
+BIAS_RANGE = (0.05, 20.0)
 
 
 def check_sigma(sigma: float) -> None:
@@ -28,19 +30,29 @@ def check_sigma(sigma: float) -> None:
                           f"estimates, 0.5: typical of user time limits); got {sigma}")
 
 
-def with_estimate_error(jobs: Sequence[Demand], sigma: float, seed: int,
-                        told: Mapping[str, float] | None = None) -> tuple[list[Demand], dict[str, float]]:
+def check_bias(bias: float) -> None:
+    """Raise ConfigError, with the valid range, unless ``bias`` is a usable estimate factor."""
+    low, high = BIAS_RANGE
+    if not low <= bias <= high or math.isnan(bias):
+        raise ConfigError(f"estimate bias must be a factor in [{low:g}, {high:g}] (1: estimates centred on the "
+                          f"runtimes, 2 to 4: typical of Slurm time limits); got {bias}")
+
+
+def with_estimate_error(jobs: Sequence[Demand], sigma: float, seed: int, told: Mapping[str, float] | None = None,
+                        bias: float = 1.0) -> tuple[list[Demand], dict[str, float]]:
     """The jobs with the ``est_runtime_s`` the controller sees, and their true runtimes by job id where
     those differ. ``told``: a trace's own estimates by job id (``Trace.estimates``, e.g. Slurm time
-    limits), which replace the true runtime as each estimate's base; the noise multiplies that base."""
+    limits), which replace the true runtime as each estimate's base; ``bias`` multiplies the base, and
+    the noise multiplies that."""
     check_sigma(sigma)
+    check_bias(bias)
     told = told or {}
-    if sigma == 0.0 and not told:
+    if sigma == 0.0 and not told and bias == 1.0:
         return list(jobs), {}
     rng = random.Random(f"estimates:{seed}")
     out, true = [], {}
     for j in jobs:
-        base = told.get(j.job_id, j.est_runtime_s)
+        base = told.get(j.job_id, j.est_runtime_s) * bias
         est = max(60.0, base * math.exp(rng.gauss(0.0, sigma))) if sigma else base
         if est == j.est_runtime_s:
             out.append(j)

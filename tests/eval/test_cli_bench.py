@@ -23,7 +23,8 @@ ISSUE_KEYS = {"trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s",
 EXTRAS = {"cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses", "preemptions",
           "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours", "stranded_gpu_hours",
           "upper_bound_cloud_gpu_hours", "launches", "onprem_utilization", "ratio_to_lower_bound", "captured_savings",
-          "bound_status", "window", "estimate_error", "pool_order", "spot_source", "jobs_never_started"}
+          "bound_status", "window", "estimate_error", "estimate_bias", "pool_order", "spot_source",
+          "jobs_never_started"}
 
 
 def test_json_records_bounds_and_captured_savings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,6 +100,7 @@ def test_spot_and_prices_files_are_used(tmp_path: Path, capsys: pytest.CaptureFi
     (["--spot", "/nonexistent/spot"], "--spot /nonexistent/spot does not exist"),
     (["--days", "0"], "--days must be in (0, 365]; got 0"),
     (["--estimate-error", "4"], "estimate error must be a lognormal sigma in [0, 3]"),
+    (["--estimate-bias", "0"], "estimate bias must be a factor in [0.05, 20]"),
     (["--workers", "1000"], "--workers must be in [1, 64]"),
     (["--policies", ""], "unknown policy (none given) in --policies"),
     (["--start-day", "5000"], "--start-day must be in [0, 3650]"),
@@ -144,6 +146,10 @@ def test_wrong_runtime_estimates_reach_the_arms_but_not_the_bounds(tmp_path: Pat
     assert (exact["estimate_error"], noisy["estimate_error"]) == (0.0, 1.0)
     assert noisy["lower_bound_usd"] == exact["lower_bound_usd"]  # the bracket knows the true runtimes
     assert (noisy["cloud_usd"], noisy["wait_p95_s"]) != (exact["cloud_usd"], exact["wait_p95_s"])
+    assert main([*argv, "--estimate-bias", "3", "--policies", "burster,uniform-progress"]) == 0
+    long = {r["policy"]: r for r in json.loads(capsys.readouterr().out)}
+    assert {r["estimate_bias"] for r in long.values()} == {3.0} and exact["estimate_bias"] == 1.0
+    assert long["burster"]["lower_bound_usd"] == exact["lower_bound_usd"]
 
 
 def test_a_job_no_pool_or_offering_can_run_fails_before_any_arm(tmp_path: Path,

@@ -97,6 +97,17 @@ def test_a_traces_own_estimates_replace_the_truth_as_the_base() -> None:
     assert true == {"a": 3600.0, "b": 1800.0}
 
 
+def test_a_bias_makes_every_estimate_run_long_before_the_noise() -> None:
+    jobs = [Demand("a", 1, T0, 3600.0), Demand("b", 1, T0, 1800.0)]
+    seen, true = with_estimate_error(jobs, 0.0, seed=0, told={"a": 14400.0}, bias=2.0)
+    assert [j.est_runtime_s for j in seen] == [28800.0, 3600.0] and true == {"a": 3600.0, "b": 1800.0}
+    noisy, _ = with_estimate_error(jobs, 0.5, seed=3, bias=3.0)
+    plain, _ = with_estimate_error(jobs, 0.5, seed=3)
+    assert noisy[1].est_runtime_s / plain[1].est_runtime_s == pytest.approx(3.0)
+    with pytest.raises(ConfigError, match=r"estimate bias must be a factor in \[0.05, 20\]"):
+        with_estimate_error(jobs, 0.0, seed=0, bias=0.0)
+
+
 def test_a_sacct_backtest_shows_the_time_limit_and_runs_the_elapsed_time(tmp_path: Path) -> None:
     """End to end through `build_simulation`: a job with a 4 h limit that ran 1 h is seen as 4 h
     by the policy and the pool's backfill, and finishes 1 h in."""
