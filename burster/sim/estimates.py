@@ -15,6 +15,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime, timedelta
 
 from burster.errors import ConfigError
 from burster.model import Demand
@@ -39,7 +40,7 @@ def check_bias(bias: float) -> None:
 
 
 def with_estimate_error(jobs: Sequence[Demand], sigma: float, seed: int, told: Mapping[str, float] | None = None,
-                        bias: float = 1.0) -> tuple[list[Demand], dict[str, float]]:
+                        bias: float = 1.0, *, stream: str = "estimates") -> tuple[list[Demand], dict[str, float]]:
     """The jobs with the ``est_runtime_s`` the controller sees, and their true runtimes by job id where
     those differ. ``told``: a trace's own estimates by job id (``Trace.estimates``, e.g. Slurm time
     limits), which replace the true runtime as each estimate's base; ``bias`` multiplies the base, and
@@ -49,7 +50,7 @@ def with_estimate_error(jobs: Sequence[Demand], sigma: float, seed: int, told: M
     told = told or {}
     if sigma == 0.0 and not told and bias == 1.0:
         return list(jobs), {}
-    rng = random.Random(f"estimates:{seed}")
+    rng = random.Random(f"{stream}:{seed}")
     out, true = [], {}
     for j in jobs:
         base = told.get(j.job_id, j.est_runtime_s) * bias
@@ -60,3 +61,15 @@ def with_estimate_error(jobs: Sequence[Demand], sigma: float, seed: int, told: M
         out.append(replace(j, est_runtime_s=est))
         true[j.job_id] = j.est_runtime_s
     return out, true
+
+
+def ratios_before(jobs: Sequence[Demand], start: datetime, sigma: float, seed: int,
+                  told: Mapping[str, float] | None = None, bias: float = 1.0, keep: int = 256) -> list[float]:
+    """True / estimated runtime of the last ``keep`` jobs of the trace that were done before ``start``
+    (each counted from its submission), oldest first: what a controller already running when the
+    window opens would have seen finish. Their estimates are drawn like the window's, from their own
+    stream."""
+    done = sorted((j for j in jobs if j.submitted_at + timedelta(seconds=j.est_runtime_s) <= start),
+                  key=lambda j: (j.submitted_at + timedelta(seconds=j.est_runtime_s), j.job_id))[-keep:]
+    seen, true = with_estimate_error(done, sigma, seed, told, bias, stream="history")
+    return [true.get(j.job_id, j.est_runtime_s) / j.est_runtime_s for j in seen]

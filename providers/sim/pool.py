@@ -55,10 +55,11 @@ class SimPool:
     def __init__(self, events: EventQueue, *, nodes: int, gpus_per_node: int, gpu_model: str,
                  checkpoint_s: float = 60.0, backfill_depth: int = 256, requeue: Requeue = Requeue.SUBMISSION,
                  runtimes: Mapping[str, float] | None = None,
-                 ranker: Callable[[Demand], datetime] | None = None) -> None:
+                 ranker: Callable[[Demand], datetime] | None = None, ratios: Sequence[float] = ()) -> None:
         """``runtimes``: how long jobs really run, by id, where that differs from their estimate
         (``Demand.est_runtime_s``, what the controller and the pool's backfill see). ``ranker``: the
-        start-by rule of a ranked queue (None: FIFO)."""
+        start-by rule of a ranked queue (None: FIFO). ``ratios``: true / estimated runtimes of jobs
+        that finished before the simulation starts (``runtime_ratios`` begins with them)."""
         self.events = events
         self.gpu_model = gpu_model
         self.onprem = OnPremNodes(nodes, gpus_per_node, gpu_model)
@@ -74,7 +75,7 @@ class SimPool:
         self._changed = True  # queue, runs or burst nodes changed since the last schedule()
         self._cloud_gpus = 0  # GPUs of cloud-running jobs the reserved nodes could run (stranded-capacity KPI)
         self._hold_until: dict[int, datetime] = {}  # reserved node index -> when its hold runs out
-        self._ratios: deque[float] = deque(maxlen=RATIO_HISTORY)  # true / estimated runtime, finished jobs
+        self._ratios: deque[float] = deque(ratios, maxlen=RATIO_HISTORY)  # true / estimated runtime, finished jobs
 
     # --- Pool protocol -------------------------------------------------------------------------
     def pending(self) -> Sequence[Demand]:

@@ -108,6 +108,36 @@ def test_a_bias_makes_every_estimate_run_long_before_the_noise() -> None:
         with_estimate_error(jobs, 0.0, seed=0, bias=0.0)
 
 
+def test_the_history_is_the_last_jobs_done_before_the_window_with_their_estimates() -> None:
+    from burster.sim.estimates import ratios_before
+
+    start = T0 + timedelta(days=1)
+    jobs = [Demand(f"d{i}", 1, T0 + timedelta(minutes=i), 3600.0) for i in range(10)]
+    jobs += [Demand("late", 1, start - timedelta(minutes=30), 3600.0)]  # still running at the start
+    assert ratios_before(jobs, start, 0.0, seed=0) == [1.0] * 10
+    assert ratios_before(jobs, start, 0.0, seed=0, bias=2.0, keep=4) == [0.5] * 4
+    assert ratios_before(jobs, start, 0.0, seed=0, told={"d9": 7200.0}, keep=2) == [1.0, 0.5]  # d9 ended last
+    noisy = ratios_before(jobs, start, 0.5, seed=0)
+    assert len(set(noisy)) == 10 and noisy == ratios_before(jobs, start, 0.5, seed=0)
+    assert ratios_before(jobs, T0, 0.0, seed=0) == []
+
+
+def test_a_window_opens_with_the_history_of_the_jobs_before_it() -> None:
+    """A controller already running when the window opens has seen jobs finish: the policy corrects
+    estimates that run long from the first pass."""
+    from burster.app import build_simulation
+    from burster.config import parse_config
+    from burster.traces.base import Trace
+
+    jobs = tuple(Demand(f"j{i}", 1, T0 + timedelta(hours=i), 3600.0, gpu_model="V100") for i in range(48))
+    trace = Trace("hours", "memory", jobs)
+    sim = build_simulation(parse_config({"pool": {"nodes": 1}}), trace, policy="burster", seed=0, days=1,
+                           start_day=1, estimate_bias=2.0)
+    assert sim.reconciler.observe().runtime_ratios == (0.5,) * 24  # day 0's jobs, all done by midnight
+    cold = build_simulation(parse_config({"pool": {"nodes": 1}}), trace, policy="burster", seed=0, days=1)
+    assert cold.reconciler.observe().runtime_ratios == ()
+
+
 def test_a_sacct_backtest_shows_the_time_limit_and_runs_the_elapsed_time(tmp_path: Path) -> None:
     """End to end through `build_simulation`: a job with a 4 h limit that ran 1 h is seen as 4 h
     by the policy and the pool's backfill, and finishes 1 h in."""
