@@ -100,6 +100,9 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
                     for n in cloud_nodes if draw(st.booleans()) and n.offering.market is Market.SPOT)
     spend = Spend(draw(st.floats(0, 2000)), (("a", draw(st.floats(0, 500))),),
                   draw(st.integers(0, 5)))
+    # what finished jobs showed of the estimates: none yet, exact, or running long or short
+    ratios = draw(st.one_of(st.just(()), st.just((1.0,) * 30),
+                            st.lists(st.floats(0.05, 4.0), min_size=0, max_size=60).map(tuple)))
     return Snapshot(NOW, pending, tuple(running), pool, tuple(cloud_nodes), offs, interruptions=notices,
                     blocked_offerings=frozenset(o.key for o in offs if draw(st.booleans()) and False),
-                    spend=spend)
+                    spend=spend, runtime_ratios=ratios)

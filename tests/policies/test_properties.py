@@ -63,6 +63,14 @@ def test_decide_is_deterministic(snap: Snapshot) -> None:
 
 @SETTINGS
 @given(snapshots())
+def test_exact_estimates_decide_as_no_history_does(snap: Snapshot) -> None:
+    """Finished jobs that ran exactly their estimates change nothing (the benchmarks rely on it)."""
+    p = policy(1000.0)
+    assert p.decide(replace(snap, runtime_ratios=(1.0,) * 256)) == p.decide(replace(snap, runtime_ratios=()))
+
+
+@SETTINGS
+@given(snapshots())
 def test_gang_launches_are_all_or_nothing(snap: Snapshot) -> None:
     cost = CostModel()
     # pending jobs burst; running ones get new nodes when they move to cheaper capacity
