@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -98,6 +99,8 @@ def main(args: argparse.Namespace) -> int:
     result["spot_source"] = sim.spot_source
     result["estimate_error"] = args.estimate_error
     result["estimate_bias"] = args.estimate_bias
+    ratios = world.pool.runtime_ratios()  # what the policy learned of the estimates (policies/estimates.py)
+    result["runtime_ratio_median"] = round(statistics.median(ratios), 4) if ratios else None
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -164,6 +167,8 @@ def _print_table(r: dict[str, Any]) -> None:
         ("nodes launched", str(r["launches"])),
         ("reconcile passes / wall time", f"{r['reconcile_passes']} / {r['wall_s']:.1f}s"),
         ("spot availability from", r["spot_source"]),
+        *([("runtime / estimate, median of the last jobs", f"{r['runtime_ratio_median']:.2f}")]
+          if r.get("runtime_ratio_median") is not None else []),
     ]
     for k, v in rows:
         t.add_row(k, v)
