@@ -60,7 +60,6 @@ class BurstParams:
     defer_quantile: float = 0.05
 
 
-
 def slack_s(job: Demand, now: datetime, cost: CostModel) -> float:
     """Deadline slack if started now: time left minus remaining work minus launch latency."""
     if job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
