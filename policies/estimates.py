@@ -4,7 +4,10 @@ The pool reports true / estimated runtime for the jobs it finished last (``Snaps
 Slurm: elapsed / time limit). Two uses: a systematic error is corrected in every estimate the
 policy reads (``runtime_correction``, ``corrected``: time limits twice the runtimes make deadlines
 look out of reach and costs twice what they are), and the rest of the spread decides how much of an
-estimate-based wait budget a deferring job may use (``estimate_scale``).
+estimate-based wait budget a deferring job may use (``estimate_scale``). Estimates are shortened
+only as far as nearly every job ran within: where some users set careful limits and others set
+loose ones, shortening by the median would make the careful users' deadline jobs look safe when
+they are not.
 """
 
 from __future__ import annotations
@@ -15,17 +18,23 @@ from dataclasses import replace
 from burster.model import Demand, Snapshot
 
 MIN_RATIOS = 20  # finished jobs needed before their runtime ratios are used (until then: trusted as given)
-TRUSTED_WITHIN = 1.25  # a median ratio in [1/1.25, 1.25] is noise in the sample: estimates stand as given
+TRUSTED_WITHIN = 1.25  # ratios within [1/1.25, 1.25] of the truth are noise in the sample: estimates stand
+SHORTEN_QUANTILE = 0.95  # estimates are shortened only to what this share of finished jobs ran within
 
 
 def runtime_correction(ratios: Sequence[float]) -> float:
-    """The factor every estimate is multiplied by: the median true / estimated runtime of recently
-    finished jobs, to two decimals; 1 with fewer than ``MIN_RATIOS`` of them or within ``TRUSTED_WITHIN``."""
-    if len(ratios) < MIN_RATIOS:
+    """The factor every estimate is multiplied by, to two decimals, from the true / estimated runtimes
+    of recently finished jobs: their median where it is above ``TRUSTED_WITHIN`` (estimates run
+    short), their ``SHORTEN_QUANTILE`` quantile where that is below 1 / ``TRUSTED_WITHIN`` (nearly
+    every job ran well under its estimate), else 1; 1 with fewer than ``MIN_RATIOS`` of them."""
+    n = len(ratios)
+    if n < MIN_RATIOS:
         return 1.0
     ordered = _sorted(ratios)
-    median = ordered[len(ordered) // 2]
-    return 1.0 if 1 / TRUSTED_WITHIN <= median <= TRUSTED_WITHIN else round(median, 2)
+    median, high = ordered[n // 2], ordered[min(int(SHORTEN_QUANTILE * n), n - 1)]
+    if median > TRUSTED_WITHIN:
+        return round(median, 2)
+    return round(high, 2) if high < 1 / TRUSTED_WITHIN else 1.0
 
 
 def corrected(snapshot: Snapshot, factor: float) -> Snapshot:

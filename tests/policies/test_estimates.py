@@ -25,14 +25,18 @@ def test_the_estimate_scale_is_a_low_quantile_of_recent_runtime_ratios_at_most_o
     assert estimate_scale((1.0,) * 256, 0.05) == 1.0  # exact estimates leave the budget whole
 
 
-def test_the_correction_is_the_median_ratio_once_it_is_more_than_sampling_noise() -> None:
+def test_estimates_are_lengthened_by_the_median_and_shortened_only_as_far_as_nearly_all_jobs_ran() -> None:
     assert runtime_correction(()) == 1.0
     assert runtime_correction((0.5,) * (MIN_RATIOS - 1)) == 1.0  # too few finished jobs
     assert runtime_correction((1.0,) * 256) == 1.0  # exact estimates
     assert runtime_correction((0.81,) * 100) == runtime_correction((1.24,) * 100) == 1.0  # within 1.25x: noise
     assert runtime_correction((0.5,) * 100) == 0.5  # time limits twice the runtimes
-    assert runtime_correction((0.2,) * 40 + (0.333,) * 30 + (3.0,) * 30) == 0.33  # the median, two decimals
-    assert runtime_correction((3.0,) * 30) == 3.0  # estimates that run short are corrected too
+    assert runtime_correction(tuple(0.1 + 0.005 * i for i in range(100))) == 0.58  # 95 % ran within 0.575
+    # most users' limits are five times their runtimes, 40 % set them right: those must not be
+    # shortened, or their deadline jobs would look safe when they are not
+    assert runtime_correction((0.2,) * 60 + (1.0,) * 40) == 1.0
+    assert runtime_correction((3.0,) * 30) == 3.0  # estimates that run short: lengthened by the median
+    assert runtime_correction((0.5,) * 40 + (1.5,) * 60) == 1.5
 
 
 def _world() -> Snapshot:
@@ -76,6 +80,7 @@ def _deadline_world(ratios: tuple[float, ...]) -> Snapshot:
     ((0.5,) * 30, True, Market.SPOT),        # estimates run twice the runtime: it has slack for spot
     ((0.5,) * 30, False, Market.ON_DEMAND),  # trusting the estimate, only on-demand could make it
     ((), True, Market.ON_DEMAND),            # no finished jobs yet: the estimate stands
+    ((0.2,) * 60 + (1.0,) * 40, True, Market.ON_DEMAND),  # 40 % of users set exact limits: not shortened
 ])
 def test_the_policy_reads_corrected_estimates(ratios: tuple[float, ...], correct: bool, market: Market) -> None:
     policy = BursterPolicy(COST, BursterParams(correct_estimates=correct))
