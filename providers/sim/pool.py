@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -23,6 +22,7 @@ from providers.sim.events import EventQueue
 from providers.sim.metrics import PoolMetrics
 from providers.sim.onprem import OnPremNodes
 from providers.sim.queue import PoolQueue
+from providers.sim.runtimes import TrueRuntimes
 
 
 @dataclass
@@ -48,9 +48,6 @@ class _Run:
     placement: Placement | None = None  # the last one handed out, reused while market and price hold
 
 
-RATIO_HISTORY = 256  # finished jobs whose runtime ratios the pool reports
-
-
 class SimPool:
     def __init__(self, events: EventQueue, *, nodes: int, gpus_per_node: int, gpu_model: str,
                  checkpoint_s: float = 60.0, backfill_depth: int = 256, requeue: Requeue = Requeue.SUBMISSION,
@@ -69,13 +66,12 @@ class SimPool:
         self.runs: dict[str, _Run] = {}
         self.burst: dict[str, _Burst] = {}
         self.metrics = PoolMetrics(nodes * gpus_per_node)
-        self._runtimes = dict(runtimes or {})
+        self.truth = TrueRuntimes(runtimes, ratios)
         self._cache: dict[str, tuple[object, ...]] = {}
         self._ends: list[tuple[float, int]] = []  # (ends_ts, gpus) of on-prem runs, sorted
         self._changed = True  # queue, runs or burst nodes changed since the last schedule()
         self._cloud_gpus = 0  # GPUs of cloud-running jobs the reserved nodes could run (stranded-capacity KPI)
         self._hold_until: dict[int, datetime] = {}  # reserved node index -> when its hold runs out
-        self._ratios: deque[float] = deque(ratios, maxlen=RATIO_HISTORY)  # true / estimated runtime, finished jobs
 
     # --- Pool protocol -------------------------------------------------------------------------
     def pending(self) -> Sequence[Demand]:
@@ -93,10 +89,8 @@ class SimPool:
         return self._cache["nodes"]  # type: ignore[return-value]
 
     def runtime_ratios(self) -> Sequence[float]:
-        """True over estimated runtime of the last ``RATIO_HISTORY`` jobs to finish, oldest first."""
-        if "ratios" not in self._cache:
-            self._cache["ratios"] = tuple(self._ratios)
-        return self._cache["ratios"]  # type: ignore[return-value]
+        """True over estimated runtime of the last jobs to finish, oldest first (``TrueRuntimes``)."""
+        return self.truth.ratios()
 
     def bootstrap(self, offering: Offering) -> str:
         return f"#cloud-config\n# join simulated pool as {offering.gpu_model} x{offering.gpus_per_node}\n"
@@ -298,7 +292,7 @@ class SimPool:
             bisect.insort(self._ends, (run.ends_ts, job.gpus))
         elif burst_ids and self.onprem.can_ever_fit(job):
             self._cloud_gpus += job.gpus
-        self.metrics.started(job, now, on_cloud=bool(burst_ids), runtime_s=self._runtime_s(job))
+        self.metrics.started(job, now, on_cloud=bool(burst_ids), runtime_s=self.truth.of(job))
         self.events.at(now + timedelta(seconds=self._left_s(job)), lambda t: self._finish(job.job_id, run))
         self._dirty()
 
@@ -311,9 +305,7 @@ class SimPool:
         if self.onprem.held:
             self.onprem.release(job_id)
         self.metrics.finished(run.job, now)
-        if run.job.est_runtime_s > 0:
-            self._ratios.append(self._runtime_s(run.job) / run.job.est_runtime_s)
-            self._cache.pop("ratios", None)
+        self.truth.finished(run.job)
         self.schedule(now)
 
     def _stop(self, job_id: str, *, preempted: bool) -> None:
@@ -330,7 +322,7 @@ class SimPool:
             saved = run.job.done_s + math.floor(ran / interval) * interval
         self._release(run)
         self.metrics.stopped(run.job, lost_s=done - saved, preempted=preempted)
-        again = replace(run.job, done_s=min(saved, self._runtime_s(run.job)), attempt=run.job.attempt + 1,
+        again = replace(run.job, done_s=min(saved, self.truth.of(run.job)), attempt=run.job.attempt + 1,
                         queued_at=now)
         self.queue.put_back(again)
 
@@ -357,14 +349,10 @@ class SimPool:
 
     # --- helpers -------------------------------------------------------------------------------
     def _done_s(self, run: _Run, at: datetime) -> float:
-        return min(run.job.done_s + (at - run.started_at).total_seconds(), self._runtime_s(run.job))
-
-    def _runtime_s(self, job: Demand) -> float:
-        """How long ``job`` really runs (its estimate unless told otherwise)."""
-        return self._runtimes.get(job.job_id, job.est_runtime_s)
+        return min(run.job.done_s + (at - run.started_at).total_seconds(), self.truth.of(run.job))
 
     def _left_s(self, job: Demand) -> float:
-        return max(self._runtime_s(job) - job.done_s, 0.0)
+        return max(self.truth.of(job) - job.done_s, 0.0)
 
     def _busy_onprem(self) -> int:
         return self.onprem.capacity - self.onprem.free_total

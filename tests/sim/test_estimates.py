@@ -53,7 +53,7 @@ def test_the_pool_runs_a_job_for_its_true_runtime_not_its_estimate() -> None:
 
 
 def test_the_pool_reports_true_over_estimated_runtime_of_its_last_finished_jobs() -> None:
-    from providers.sim.pool import RATIO_HISTORY
+    from providers.sim.runtimes import RATIO_HISTORY
 
     events = EventQueue()
     n = RATIO_HISTORY + 4
