@@ -26,7 +26,7 @@ class BursterParams:
     reclaim: ReclaimParams = field(default_factory=ReclaimParams)
     guards: GuardParams = field(default_factory=GuardParams)
     preempt_onprem: bool = True  # requeue a reserved job for an urgent one when that is cheaper (policies/preempt.py)
-    # scale every runtime estimate by the median true / estimated runtime of finished jobs (policies/estimates.py)
+    # correct every runtime estimate by what finished jobs showed of them (policies/estimates.py)
     correct_estimates: bool = True
 
 

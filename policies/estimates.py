@@ -31,7 +31,7 @@ def runtime_correction(ratios: Sequence[float]) -> float:
     if n < MIN_RATIOS:
         return 1.0
     ordered = _sorted(ratios)
-    median, high = ordered[n // 2], ordered[min(int(SHORTEN_QUANTILE * n), n - 1)]
+    median, high = ordered[n // 2], _quantile(ordered, SHORTEN_QUANTILE)
     if median > TRUSTED_WITHIN:
         return round(median, 2)
     return round(high, 2) if high < 1 / TRUSTED_WITHIN else 1.0
@@ -57,8 +57,12 @@ def estimate_scale(ratios: Sequence[float], quantile: float) -> float:
     ``MIN_RATIOS`` jobs have finished. Exact estimates give 1; time limits twice the runtime, 0.5."""
     if len(ratios) < MIN_RATIOS:
         return 1.0
-    ordered = _sorted(ratios)
-    return min(1.0, ordered[min(int(quantile * len(ordered)), len(ordered) - 1)])
+    return min(1.0, _quantile(_sorted(ratios), quantile))
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of sorted values (the lower one, no interpolation)."""
+    return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
 
 
 _LAST: list[tuple[Sequence[float], list[float]]] = []
