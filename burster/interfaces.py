@@ -65,7 +65,8 @@ class Pool(Protocol):
       the same node returns the ticket's current state (that is how it is polled).
     - ``drain``: stop new work landing on a node; its job requeues (keeping checkpointed work).
     - ``hold``: keep an on-prem node for one job from ``start_at`` until it starts on-prem or ends,
-      or ``until`` passes; before ``start_at`` only jobs that end by then may use it (``Hold``).
+      or ``until`` passes; before ``start_at`` only jobs that end by then may use it (``Hold``); on
+      an idle exclusive cloud node (``Launch.exclusive``), the job starts there at once.
     - ``preempt``: ask an on-prem job to checkpoint before ``deadline``, then requeue it keeping the
       checkpointed work (``Preempt``); until then its Placement carries ``stopping_at``.
     - ``runtime_ratios``: for the jobs that finished most recently (a few hundred, oldest first), how

@@ -77,6 +77,7 @@ class Node:
     team: str = ""
     protected: bool = False
     ended_at: datetime | None = None  # when the cloud says it went (terminated/preempted)
+    exclusive: bool = False  # the pool starts there only its own job or one a Hold gives it (``Launch.exclusive``)
 
     @property
     def busy(self) -> bool:

@@ -28,6 +28,9 @@ class Launch:
     project: str = ""
     sprint: str = ""
     est_hours: float = 1.0  # how long the nodes are expected to run, for budget guards
+    # the pool starts on these nodes only the job they were launched for, or a job a Hold gives them
+    # (Slurm: the nodes join in a reservation the controller owns), never a queued job on its own
+    exclusive: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +65,8 @@ class Drain:
 class Hold:
     """Keep an on-prem node for one job from ``start_at``: before it, the pool starts there only jobs
     that end by then; from it, no other job, until that job starts on-prem or ends, or ``until``
-    passes (a Slurm reservation with a start time, which its backfill plans around)."""
+    passes (a Slurm reservation with a start time, which its backfill plans around). On an idle
+    exclusive cloud node (``Launch.exclusive``): the job starts there now (the times do not apply)."""
 
     node_id: str
     job_id: str

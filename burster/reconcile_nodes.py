@@ -37,6 +37,7 @@ class NodeBook:
                 project=launch.project if launch else "",
                 sprint=launch.sprint if launch else "",
                 reason=launch.reason if launch else "adopted: tagged by this controller",
+                exclusive=launch.exclusive if launch else False,
             ))
             self.follow(n.node_id, n.state)
 
@@ -115,7 +116,8 @@ class NodeBook:
                 if for_job is not None and job is not None and job != for_job:
                     for_job = None
                 view = (rec, job, Node(node_id, rec.offering, rec.state, rec.launched_at, rec.request_id,
-                                       job_id=job, for_job=for_job, idle_since=rec.idle_since, team=rec.team))
+                                       job_id=job, for_job=for_job, idle_since=rec.idle_since, team=rec.team,
+                                       exclusive=rec.exclusive))
             fresh[node_id] = view
             out.append(view[2])
         out.sort(key=_node_id)

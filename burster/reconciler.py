@@ -185,7 +185,8 @@ class Reconciler:
         if tries:
             a = replace(a, request_id=f"{a.request_id}-r{tries}")
         self.state.put_intent(a)
-        tags = (("team", a.team), ("project", a.project), ("sprint", a.sprint), ("job", a.job_id or ""))
+        tags = (("team", a.team), ("project", a.project), ("sprint", a.sprint), ("job", a.job_id or ""),
+                ("exclusive", "true" if a.exclusive else ""))
         labels = {k: v for k, v in tags if v}
         try:
             nodes = provider.launch(a.offering, a.count, request_id=a.request_id, labels=labels)

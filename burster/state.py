@@ -33,6 +33,7 @@ class NodeRecord:
     reason: str = ""
     idle_since: datetime | None = None
     ended_at: datetime | None = None
+    exclusive: bool = False  # the pool gives it no job on its own (``Launch.exclusive``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,13 +118,14 @@ class SimCloudProvider:
     def _create(self, offering: Offering, count: int, request_id: str, labels: Mapping[str, str],
                 now: datetime, s: SpotSeries | None) -> list[Node]:
         for_job = labels.get("job")
+        exclusive = labels.get("exclusive") == "true"
         ready_at = now + timedelta(seconds=self._boot_s())  # a gang boots together
         nodes = []
         for _ in range(count):
             node = Node(f"{self.name}-{next(self._ids):06d}", offering, NodeState.LAUNCHING, now, request_id,
                         team=labels.get("team", ""))
             self._nodes[node.node_id] = node
-            self._pool.expect(node.node_id, offering, for_job)
+            self._pool.expect(node.node_id, offering, for_job, exclusive=exclusive)
             self._events.at(ready_at, self._ready_handler(node.node_id))
             drop = s.next_drop(self._offset(now)) if s is not None else math.inf
             if drop != math.inf:

@@ -3,7 +3,8 @@
 Burst nodes launched for a job are that job's (like Slurm's cloud nodes allocated before power-up):
 the job starts when all of its gang's nodes have joined, unless reserved capacity took it first.
 Idle burst nodes take queued single-node jobs that fit, except jobs waiting for nodes of their own
-(those are allocated to them). Preemption loses the work since the last
+(those are allocated to them); an exclusive node (``Launch.exclusive``) takes only its own job or
+one the controller holds it for (``hold``). Preemption loses the work since the last
 periodic checkpoint; a requested checkpoint saves everything done up to the request. A stopped job
 goes back in the queue at its submission-time place or at the back (``requeue``); a ranked queue
 (``ranker``) is served by priority, then start-by (``providers.sim.queue``).
@@ -30,6 +31,7 @@ class _Burst:
     node_id: str
     offering: Offering
     for_job: str | None
+    exclusive: bool = False  # takes only its own job or one the controller holds it for
     joined: bool = False
     draining: bool = False
     job_id: str | None = None
@@ -120,7 +122,14 @@ class SimPool:
 
     def hold(self, node_id: str, job_id: str, start_at: datetime, until: datetime) -> None:
         """Keep reserved node ``node_id`` for ``job_id`` from ``start_at`` (before, only jobs that end
-        by then may use it) until the job starts on-prem or finishes, or ``until``."""
+        by then may use it) until the job starts on-prem or finishes, or ``until``; or give idle
+        exclusive burst node ``node_id`` to queued ``job_id`` (it starts there at the next schedule)."""
+        b = self.burst.get(node_id)
+        if b is not None:
+            if b.exclusive and b.job_id is None and not b.draining and job_id in self.queue:
+                b.for_job = job_id
+                self._changed = True
+            return
         i = self.onprem.index.get(node_id)
         run = self.runs.get(job_id)
         if i is None or (job_id not in self.queue and (run is None or not run.on_cloud)):
@@ -172,8 +181,8 @@ class SimPool:
         self.metrics.submitted(job)
         self._changed = True  # schedule() must look at it
 
-    def expect(self, node_id: str, offering: Offering, for_job: str | None) -> None:
-        self.burst[node_id] = _Burst(node_id, offering, for_job)
+    def expect(self, node_id: str, offering: Offering, for_job: str | None, *, exclusive: bool = False) -> None:
+        self.burst[node_id] = _Burst(node_id, offering, for_job, exclusive)
         self._dirty("running")
 
     def join(self, node_id: str) -> None:
@@ -257,7 +266,7 @@ class SimPool:
         """Idle joined burst nodes take queued single-node jobs that fit, except a job whose own nodes
         are booting: it is allocated to them (as Slurm allocates a job to cloud nodes it powers up).
         A node launched for a job that runs elsewhere (a move to cheaper capacity) waits for it."""
-        idle = [b for b in self.burst.values() if b.joined and not b.draining and b.job_id is None
+        idle = [b for b in self.burst.values() if b.joined and not b.draining and b.job_id is None and not b.exclusive
                 and (b.for_job is None or (b.for_job not in self.queue and b.for_job not in self.runs))]
         if not idle:
             return

@@ -41,6 +41,25 @@ def test_an_idle_burst_node_does_not_take_a_job_whose_own_node_is_booting() -> N
     assert pool.metrics.reclaims == 0
 
 
+def test_an_exclusive_node_takes_only_its_own_job_or_one_held_for_it() -> None:
+    """A plain idle node takes the queue's head; an exclusive one waits for the controller's Hold."""
+    pool = SimPool(EventQueue(), nodes=0, gpus_per_node=8, gpu_model="V100")
+    for name in ("a", "b", "c"):
+        pool.submit(job(name), T0)
+    pool.expect("mine", SPOT, "c", exclusive=True)
+    pool.expect("warm", SPOT, None, exclusive=True)
+    for node_id in ("mine", "warm"):
+        pool.join(node_id)
+    pool.schedule(T0)
+    assert {p.job.job_id: p.node_ids for p in pool.running()} == {"c": ("mine",)}
+    pool.hold("warm", "b", T0, T0)
+    pool.schedule(T0)
+    assert {p.job.job_id: p.node_ids for p in pool.running()} == {"c": ("mine",), "b": ("warm",)}
+    pool.hold("warm", "a", T0, T0)  # busy: a hold on it does nothing
+    pool.schedule(T0)
+    assert [j.job_id for j in pool.pending()] == ["a"]
+
+
 @pytest.mark.parametrize(("requeue", "order"), [(Requeue.SUBMISSION, ["a", "b", "c"]),
                                                 (Requeue.BACK, ["b", "c", "a"])])
 def test_a_stopped_job_is_requeued_where_the_pool_puts_it(requeue: Requeue, order: list[str]) -> None:
