@@ -30,6 +30,7 @@ from policies.cost import CostModel, CostParams
 from policies.guards import GuardParams
 from policies.rank import start_by
 from policies.reclaim import ReclaimParams
+from policies.standby import StandbyParams
 from providers.sim.spot import SpotSeries, load_series, load_series_path, series_for, synthesize
 
 BUNDLED = Path(__file__).parent / "data"
@@ -74,6 +75,8 @@ def _burster(config: BursterConfig, cost: CostModel) -> Policy:
         guards=guard_params(config),
         preempt_onprem=p.preempt_onprem,
         correct_estimates=p.correct_estimates,
+        exclusive_nodes=p.exclusive_nodes,
+        standby=StandbyParams(enabled=p.standby, window_s=p.standby_window_s),
     ))
 
 

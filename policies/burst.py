@@ -21,6 +21,7 @@ a changeover and a margin, and it competes at its expected cost plus its deadlin
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -30,6 +31,7 @@ from policies.cost import CostModel
 from policies.estimates import estimate_scale
 from policies.offers import ANY, OfferBook, offer_book
 from policies.queue import ReservedQueue, held_by_job
+from policies.standby import Standby, stock_launches
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +139,7 @@ class _IdleCapacity:
     def __init__(self, nodes: tuple[Node, ...], live_jobs: frozenset[str]) -> None:
         # a node launched for a job that is no longer pending or running (it finished) is anyone's
         self.free: list[Node] = sorted(
-            (n for n in nodes if not n.busy and (n.for_job is None or n.for_job not in live_jobs)
+            (n for n in nodes if not n.busy and not n.exclusive and (n.for_job is None or n.for_job not in live_jobs)
              and n.state.value in _USABLE),
             key=lambda n: (n.offering.price_per_hour_usd, n.node_id),
         )
@@ -178,7 +180,7 @@ class _Room:
 
 def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
           queue: ReservedQueue | None = None, wakes: list[datetime] | None = None,
-          incoming: frozenset[str] = frozenset()) -> list[Launch]:
+          incoming: frozenset[str] = frozenset(), standby: Standby | None = None) -> list[Launch]:
     """Launches for the pending jobs that should not wait for reserved capacity (``incoming``: jobs
     whose GPUs are on the way already, e.g. a preempted reserved job's).
 
@@ -218,6 +220,9 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
                                                          params, scale)
         if launch is not None and wait_s == 0.0 and idle.take(job) is not None:
             continue
+        if launch is not None and offering is not None and standby is not None and standby.free and \
+                standby.take(job, _may_take(job, offering, now, cost, params), now, launch.reason):
+            continue
         if launch is None:
             queue.enqueue(job)
             if fresh and wakes is not None:
@@ -231,8 +236,29 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         else:
             launches.append(launch)
     if params.prewarm and snapshot.signals:
-        launches += prewarm(snapshot, cost, book, queue, idle.free)
+        launches += prewarm(snapshot, cost, book, queue, idle.free + (standby.free if standby else []))
+    if standby is not None and standby.stock:
+        launches += stock_launches(standby, now, cost.p.launch_latency_s)
     return launches
+
+
+def _may_take(job: Demand, chosen: Offering, now: datetime, cost: CostModel,
+             params: BurstParams) -> Callable[[Node], bool]:
+    """Whether an idle exclusive node may take ``job`` instead of a launch to ``chosen``: the same market, a
+    spot pool its deadline's rework limit allows, and a run costing no more than ``chosen``'s plus
+    the boot's wait it saves."""
+    limit = spot_rework_limit(job, now, cost, params)
+    ceiling = cost.job_cost_usd(job, chosen) + cost.wait_cost_usd(job, cost.p.launch_latency_s, now, deadline=False)
+
+    def fits(n: Node) -> bool:
+        o = n.offering
+        if o.market is not chosen.market or cost.nodes_for(job, o) != 1:
+            return False
+        if o.market is Market.SPOT and limit != math.inf and \
+                cost.rework_fraction(o, job.checkpoint_interval_s, 1) > limit:
+            return False
+        return cost.job_cost_usd(job, o) <= ceiling
+    return fits
 
 
 def _held_room_soon(job: Demand, nodes: list[PoolNode], queue: ReservedQueue, cost: CostModel) -> bool:

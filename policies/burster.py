@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from burster.model import Snapshot
-from burster.plan import Action, Checkpoint, Drain, Hold, Plan
+from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan
 from policies.burst import BurstParams, burst
 from policies.consolidate import consolidate
 from policies.cost import CostModel
@@ -18,6 +18,7 @@ from policies.preempt import incoming, preempt_for_urgent
 from policies.queue import ReservedQueue
 from policies.quiet import with_quiet_until
 from policies.reclaim import ReclaimParams, idle_ttl, move_back, reserved_room
+from policies.standby import StandbyParams, standby
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,10 @@ class BursterParams:
     preempt_onprem: bool = True  # requeue a reserved job for an urgent one when that is cheaper (policies/preempt.py)
     # correct every runtime estimate by what finished jobs showed of them (policies/estimates.py)
     correct_estimates: bool = True
+    # launch exclusive nodes and hand idle ones to the jobs that burst (policies/standby.py)
+    exclusive_nodes: bool = True
+    # nodes launched ahead of the bursts, to be handed out (policies/standby.py; off by default)
+    standby: StandbyParams = field(default_factory=lambda: StandbyParams(enabled=False))
 
 
 class BursterPolicy:
@@ -41,8 +46,8 @@ class BursterPolicy:
 
     def decide(self, snapshot: Snapshot) -> Plan:
         p = self.params
-        if p.correct_estimates:
-            snapshot = corrected(snapshot, runtime_correction(snapshot.runtime_ratios))
+        factor = runtime_correction(snapshot.runtime_ratios) if p.correct_estimates else 1.0
+        snapshot = corrected(snapshot, factor)
         actions: list[Action] = []
         queue = ReservedQueue(snapshot.now, snapshot.pool_nodes, snapshot.running)
         stopping = enforce_budget(snapshot, p.guards, p.reclaim.tick_s)
@@ -50,14 +55,18 @@ class BursterPolicy:
         actions += handle_interruptions(snapshot)
         actions += switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s)
         wakes: list[datetime] = []
+        warm = standby(snapshot, self.cost, p.standby)
+        if warm.next_change is not None:
+            wakes.append(warm.next_change)
         swaps: list[Action] = []
         if not stopping:  # no new launches while a hard budget is stopping the burn
-            launches = burst(snapshot, self.cost, p.burst, queue, wakes, incoming(snapshot))
+            launches = burst(snapshot, self.cost, p.burst, queue, wakes, incoming(snapshot), warm)
             if p.preempt_onprem:
                 protected = p.guards.protected_node_ids
                 launches, swaps = preempt_for_urgent(snapshot, self.cost, p.burst, launches, protected)
-            actions += launches + swaps
-        actions += idle_ttl(snapshot, p.reclaim)
+            actions += warm.holds + launches + swaps
+        kept_warm = warm.keep()
+        actions += idle_ttl(snapshot, p.reclaim, kept_warm)
         if p.reclaim.move_back:
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
             back: list[Checkpoint] = []
@@ -77,9 +86,11 @@ class BursterPolicy:
             keep = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain)) \
                 | p.guards.protected_node_ids | {n.node_id for n in snapshot.cloud_nodes if n.protected}
             actions += consolidate(snapshot, self.cost, p.burst, keep)
+        if p.exclusive_nodes:
+            actions = [replace(a, exclusive=True) if isinstance(a, Launch) else a for a in actions]
         plan = apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=p.reclaim.idle_ttl_s, guards=p.guards,
-                                reads_signals=p.burst.prewarm)
+                                reads_signals=p.burst.prewarm, keep=kept_warm)
 
 
 def _dedupe(actions: list[Action]) -> list[Action]:

@@ -38,7 +38,7 @@ _WAITED_ON = frozenset({NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOIN
 
 
 def quiet_until(snapshot: Snapshot, *, idle_ttl_s: float, guards: GuardParams,
-                reads_signals: bool) -> datetime | None:
+                reads_signals: bool, keep: frozenset[str] = frozenset()) -> datetime | None:
     """The earliest instant an empty plan could turn non-empty without an event; None if unknown."""
     if reads_signals and snapshot.signals:
         return None
@@ -53,7 +53,7 @@ def quiet_until(snapshot: Snapshot, *, idle_ttl_s: float, guards: GuardParams,
             continue  # booting, or its checkpoint in flight: what comes next is an event
         if node.state is not NodeState.READY:
             return None
-        if not node.busy:
+        if not node.busy and node.node_id not in keep:
             if node.idle_since is None:
                 return None
             wake = min(wake, node.idle_since + timedelta(seconds=idle_ttl_s))
@@ -61,11 +61,11 @@ def quiet_until(snapshot: Snapshot, *, idle_ttl_s: float, guards: GuardParams,
 
 
 def with_quiet_until(plan: Plan, snapshot: Snapshot, wakes: Sequence[datetime], *, idle_ttl_s: float,
-                     guards: GuardParams, reads_signals: bool) -> Plan:
+                     guards: GuardParams, reads_signals: bool, keep: frozenset[str] = frozenset()) -> Plan:
     """``plan``, and if it is empty, the instant it could next change (``wakes``: the burst rule's own)."""
     if plan.actions or plan.refused:
         return plan
-    until = quiet_until(snapshot, idle_ttl_s=idle_ttl_s, guards=guards, reads_signals=reads_signals)
+    until = quiet_until(snapshot, idle_ttl_s=idle_ttl_s, guards=guards, reads_signals=reads_signals, keep=keep)
     if until is None:
         return plan
     return replace(plan, quiet_until=min([until, *wakes]))

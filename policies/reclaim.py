@@ -47,11 +47,12 @@ def billing_aligned(node: Node, snapshot: Snapshot, tick_s: float) -> bool:
     return into >= rule.increment_s - tick_s  # the partial minute is free: use it up
 
 
-def idle_ttl(snapshot: Snapshot, params: ReclaimParams) -> list[Action]:
+def idle_ttl(snapshot: Snapshot, params: ReclaimParams, keep: frozenset[str] = frozenset()) -> list[Action]:
+    """Terminate idle nodes past their TTL when billing allows (``keep``: nodes kept warm)."""
     pending_for = {j.job_id for j in snapshot.pending}
     out: list[Action] = []
     for node in sorted(snapshot.cloud_nodes, key=lambda n: n.node_id):
-        if node.busy or node.state is not NodeState.READY or node.idle_since is None:
+        if node.busy or node.state is not NodeState.READY or node.idle_since is None or node.node_id in keep:
             continue
         if node.offering.provider in snapshot.degraded_providers:
             continue  # we cannot see it well enough to reclaim it safely

@@ -4,7 +4,9 @@ on-demand once, and is not handed from one idle spot node to the next.
 Two short jobs burst onto spot and finish; their nodes sit idle. A strict deadline job (2 h of work,
 1000 s of slack: under changeover + margin) arrives and the pool starts it on an idle spot node at
 once. The switch launches an on-demand node for it while it runs, moves it there once it is up, and
-the job meets its deadline after one stop.
+the job meets its deadline after one stop. That is with nodes the pool gives to any queued job
+(``exclusive_nodes`` off); Burster's own exclusive nodes wait for the policy, which sends the job
+to on-demand at once.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ OD = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON
 UP = SpotSeries("azure-up", "azure", "V100", 600.0, (1,) * 300)
 
 
-def test_a_deadline_job_on_an_idle_spot_node_moves_to_on_demand_once_and_meets_its_deadline() -> None:
+def simulate(params: BursterParams) -> tuple[SimWorld, Reconciler, list[str]]:
     clock = FakeClock(T0)
     arrives = T0 + timedelta(minutes=14)
     job = Demand("dl", 1, arrives, 7200.0, gpu_model="V100", job_class=JobClass.STRICT,
@@ -34,11 +36,16 @@ def test_a_deadline_job_on_an_idle_spot_node_moves_to_on_demand_once_and_meets_i
     short = [Demand(f"s{i}", 1, T0, 600.0, gpu_model="V100") for i in range(2)]
     world = SimWorld(clock=clock, jobs=[*short, job], offerings=[SPOT, OD], providers=["azure", "aws"],
                      pool_nodes=0, gpus_per_node=8, gpu_model="V100", series=[UP])
-    policy = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.0)), BursterParams())
+    policy = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.0)), params)
     rec = Reconciler(providers=world.clouds, pool=world.pool, policy=policy, clock=clock)
     decisions: list[str] = []
     run(world, rec, clock, tick_s=10.0, end=T0 + timedelta(hours=4),
         on_pass=lambda r: decisions.extend(r.plan.explain()))
+    return world, rec, decisions
+
+
+def test_a_deadline_job_on_an_idle_spot_node_moves_to_on_demand_once_and_meets_its_deadline() -> None:
+    world, rec, decisions = simulate(BursterParams(exclusive_nodes=False))
     m = world.pool.metrics
     assert m.finished_jobs == 3 and m.hard_deadline_misses == 0
     assert m.reclaims == 1  # one move, not a tour of the idle spot nodes
@@ -46,3 +53,12 @@ def test_a_deadline_job_on_an_idle_spot_node_moves_to_on_demand_once_and_meets_i
     assert any("its on-demand nodes are up" in d for d in decisions)
     on_demand = [e for e in rec.state.ledger if e.market == "on_demand"]
     assert len(on_demand) == 1 and on_demand[0].end - on_demand[0].start > timedelta(hours=1.9)
+
+
+def test_with_exclusive_nodes_it_goes_to_on_demand_at_once() -> None:
+    world, _, decisions = simulate(BursterParams())
+    m = world.pool.metrics
+    assert m.finished_jobs == 3 and m.hard_deadline_misses == 0 and m.reclaims == 0
+    assert not any("no boot" in d and "job dl " in d for d in decisions)  # the idle spot nodes are not its market
+    (launch,) = [d for d in decisions if "job dl " in d]
+    assert "on_demand" in launch

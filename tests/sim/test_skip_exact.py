@@ -16,8 +16,10 @@ from burster.traces import load_trace
 TRACE = load_trace(DEMO_TRACE, "philly")
 
 
-def simulate(policy: str, *, skip: bool, estimate_error: float = 0.0) -> tuple[dict[str, Any], list[str]]:
-    sim = build_simulation(parse_config({"pool": {"nodes": 12}}), TRACE, policy=policy, seed=3, days=1, start_day=1,
+def simulate(policy: str, *, skip: bool, estimate_error: float = 0.0,
+             settings: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+    config = parse_config({"pool": {"nodes": 12}, "policy": settings or {}})
+    sim = build_simulation(config, TRACE, policy=policy, seed=3, days=1, start_day=1,
                            estimate_error=estimate_error)
     decisions: list[str] = []
 
@@ -47,6 +49,17 @@ def test_skipping_quiet_passes_is_exact(policy: str) -> None:
         assert any("back on-prem" in d for d in slow_decisions)
         assert any("cheaper capacity" in d for d in slow_decisions)
         assert any("a boot and a margin short" in d for d in slow_decisions)  # deferred to its budget's end
+        assert any("no boot" in d for d in slow_decisions)  # an idle exclusive node handed to a job
+
+
+def test_skipping_is_exact_with_a_standby_stock() -> None:
+    """The stock falls as starts age out of its window: a wake the skip must not jump over."""
+    fast, fast_decisions = simulate("burster", skip=True, settings={"standby": True})
+    slow, slow_decisions = simulate("burster", skip=False, settings={"standby": True})
+    fast.pop("reconcile_passes"), slow.pop("reconcile_passes")
+    assert any("launch: standby:" in d for d in slow_decisions)
+    assert fast_decisions == slow_decisions
+    assert fast == slow
 
 
 def test_skipping_is_exact_when_runtime_estimates_are_wrong() -> None:

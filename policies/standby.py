@@ -1,0 +1,148 @@
+"""Idle exclusive cloud nodes handed to the jobs that burst, and kept warm while bursts keep coming.
+
+Burster launches exclusive nodes (``Launch.exclusive``): the pool starts there only the job a node
+was launched for, or one the policy hands it to (a ``Hold`` on the node). So when a node's job ends,
+the node waits for the policy: a job the policy bursts takes it at once instead of a fresh boot,
+when the node is in the market the job's own launch would use (for a deadline job, a spot pool its
+rework limit allows) and costs no more than that launch plus the boot's wait; a job deferring to
+its wait budget, or one the pool will start on-prem soon, never takes it.
+
+Standby (``StandbyParams``): while bursts keep coming, nodes are also launched ahead to be handed
+out. Single-node cloud starts in the last ``window_s`` per node shape (GPU model, GPUs per node);
+starts come in batches (a sweep of jobs submitted together), so the stock covers the most starts
+seen within one boot, but only as many nodes as pay for themselves: a stock of k idles about k x
+window / starts per node between takers, and that idle time must cost less than the boot's wait it
+saves a job (``CostModel.wait_cost_usd``). Idle nodes within the stock are kept past their idle
+TTL; the stock falls as starts age out of the window.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from burster.lifecycle import NodeState
+from burster.model import Demand, Node, Offering, Snapshot
+from burster.plan import Hold, Launch, request_id
+from policies.cost import CostModel
+from policies.offers import offer_book
+
+Shape = tuple[str, int]  # (GPU model, GPUs per node)
+_USABLE = frozenset({"launching", "joining", "ready"})
+
+
+@dataclass(frozen=True, slots=True)
+class StandbyParams:
+    enabled: bool = True  # launch the stock (handing idle exclusive nodes out needs no switch)
+    window_s: float = 900.0  # cloud starts counted over this long
+    min_starts: int = 3  # fewer in the window: no stock
+
+
+@dataclass(slots=True)
+class Standby:
+    """One pass's standby: per shape, the nodes wanted warm and where to launch them; the free
+    exclusive nodes (cheapest first; ``take`` hands them out); when the counts next fall; and the
+    holds that handed nodes out this pass."""
+
+    stock: dict[Shape, tuple[int, Offering]] = field(default_factory=dict)
+    free: list[Node] = field(default_factory=list)
+    next_change: datetime | None = None
+    holds: list[Hold] = field(default_factory=list)
+
+    def keep(self) -> frozenset[str]:
+        """The free nodes within each shape's stock, cheapest first: kept past their idle TTL."""
+        left = {s: k for s, (k, _) in self.stock.items()}
+        kept: list[str] = []
+        for n in self.free:
+            if left.get(_shape(n.offering), 0) > 0:
+                left[_shape(n.offering)] -= 1
+                kept.append(n.node_id)
+        return frozenset(kept)
+
+    def take(self, job: Demand, fits: Callable[[Node], bool], now: datetime, reason: str) -> bool:
+        """Hand the cheapest free node that is up and ``fits`` to single-node ``job`` (``reason``: the
+        launch it replaces); False if none."""
+        for i, n in enumerate(self.free):
+            if job.nodes == 1 and n.state is NodeState.READY and n.offering.gpus_per_node >= job.gpus \
+                    and (not job.gpu_model or job.gpu_model == n.offering.gpu_model) and fits(n):
+                del self.free[i]
+                self.holds.append(Hold(n.node_id, job.job_id, now, now,
+                                       f"idle {n.node_id} ({n.offering.key}) taken, no boot, by {reason}"))
+                return True
+        return False
+
+
+def _shape(o: Offering) -> Shape:
+    return o.gpu_model, o.gpus_per_node
+
+
+def _most_within(times: list[float], span_s: float) -> int:
+    """The most of ``times`` (sorted) that fall within any ``span_s`` interval."""
+    best, lo = 0, 0
+    for hi, t in enumerate(times):
+        while t - times[lo] > span_s:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best
+
+
+def free_exclusive(snapshot: Snapshot) -> list[Node]:
+    """Exclusive nodes up or booting with no job and none of their own waiting, cheapest first."""
+    live = {j.job_id for j in snapshot.pending} | {p.job.job_id for p in snapshot.running}
+    return sorted((n for n in snapshot.cloud_nodes if n.exclusive and not n.busy and n.state.value in _USABLE
+                   and (n.for_job is None or n.for_job not in live)),
+                  key=lambda n: (n.offering.price_per_hour_usd, n.node_id))
+
+
+def standby(snapshot: Snapshot, cost: CostModel, params: StandbyParams) -> Standby:
+    """The free exclusive nodes, and the stock per shape from recent single-node cloud starts."""
+    if not params.enabled:
+        return Standby(free=free_exclusive(snapshot))
+    now, window = snapshot.now, params.window_s
+    since = (now - timedelta(seconds=window)).timestamp()
+    offering_of = {n.node_id: n.offering for n in snapshot.cloud_nodes}
+    starts: dict[Shape, list[float]] = defaultdict(list)
+    for p in snapshot.running:
+        if p.on_cloud and len(p.node_ids) == 1 and p.node_ids[0] in offering_of and p.started_at.timestamp() > since:
+            starts[_shape(offering_of[p.node_ids[0]])].append(p.started_at.timestamp())
+    book = offer_book(snapshot, cost)
+    boot_s = cost.p.launch_latency_s
+    stock: dict[Shape, tuple[int, Offering]] = {}
+    for shape, times in sorted(starts.items()):
+        if len(times) < params.min_starts:
+            continue
+        times.sort()
+        probe = Demand("standby", shape[1], now, 3600.0, gpu_model=shape[0])
+        offering = book.best(probe)
+        if offering is None or _shape(offering) != shape:
+            continue
+        wait_usd = cost.wait_cost_usd(probe, boot_s, now)
+        k = _most_within(times, boot_s)  # a stock of k idles about k x window / starts per node
+        while k > 0 and cost.idle_cost_usd(offering, k * window / len(times)) >= wait_usd:
+            k -= 1
+        if k > 0:
+            stock[shape] = (k, offering)
+    free = free_exclusive(snapshot)
+    ages = [t + window for s in stock for t in starts[s]]
+    next_change = datetime.fromtimestamp(min(ages), tz=now.tzinfo) if ages else None
+    return Standby(stock, free, next_change)
+
+
+def stock_launches(sb: Standby, now: datetime, boot_s: float) -> list[Launch]:
+    """Launches that bring each shape's free nodes (after this pass's holds) up to its stock."""
+    out: list[Launch] = []
+    for (model, gpus), (k, offering) in sorted(sb.stock.items()):
+        have = sum(1 for n in sb.free if _shape(n.offering) == (model, gpus))
+        if have >= k:
+            continue
+        count = k - have
+        out.append(Launch(
+            offering=offering, count=count, exclusive=True,
+            request_id=request_id("standby", offering.key, count, now.isoformat()),
+            reason=(f"standby: {k} x {model or 'any'} {gpus}-GPU node(s) kept warm for jobs bursting now "
+                    f"({have} free); a boot's wait costs more than a node idling between them"),
+            est_hours=boot_s / 3600.0,
+        ))
+    return out

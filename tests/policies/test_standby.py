@@ -1,0 +1,143 @@
+"""Exclusive nodes handed to the jobs that burst, and the standby stock kept warm for them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from burster.lifecycle import NodeState
+from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Snapshot
+from burster.plan import Hold, Terminate
+from policies.burst import BurstParams, burst
+from policies.burster import BursterParams, BursterPolicy
+from policies.cost import CostModel, CostParams
+from policies.reclaim import ReclaimParams, idle_ttl
+from policies.standby import Standby, StandbyParams, standby, stock_launches
+
+NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
+SPOT = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
+OD = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
+COST = CostModel(CostParams(spot_interruptions_per_hour=0.0, launch_latency_s=180, wait_value_usd_per_gpu_hour=2.5))
+PARAMS = StandbyParams(window_s=900.0, min_starts=3)
+BURST = BurstParams(max_wait_s=600, wait_fraction=0.25, prewarm=False, cost_trigger=False)
+HOG = Demand("hog", 8, NOW - timedelta(hours=1), 30 * 3600.0, gpu_model="V100")
+FULL = (Placement(HOG, ("onprem-0",), NOW - timedelta(hours=1), False, Market.RESERVED),)
+
+
+def started(i: int, *, ago_s: float, request: str = "") -> tuple[Node, Placement]:
+    """A job that started ``ago_s`` ago on a single cloud node."""
+    job = Demand(f"j{i}", 1, NOW - timedelta(seconds=ago_s + 200), 1_800.0, gpu_model="V100")
+    node = Node(f"n{i}", SPOT, NodeState.READY, NOW - timedelta(seconds=ago_s + 180), request or f"r{i}",
+                job_id=job.job_id, for_job=job.job_id, exclusive=True)
+    return node, Placement(job, (node.node_id,), NOW - timedelta(seconds=ago_s), True, Market.SPOT, 0.9)
+
+
+def idle(i: int, *, idle_s: float = 30.0, price: float = 0.9, market: Market = Market.SPOT,
+         state: NodeState = NodeState.READY, exclusive: bool = True) -> Node:
+    offering = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, market, price)
+    return Node(f"idle{i}", offering, state, NOW - timedelta(seconds=idle_s + 400), f"q{i}", for_job=f"done{i}",
+                idle_since=NOW - timedelta(seconds=idle_s), exclusive=exclusive)
+
+
+def snap(nodes: list[Node], running: list[Placement] | tuple[Placement, ...] = FULL,
+         pending: tuple[Demand, ...] = ()) -> Snapshot:
+    pool = (PoolNode("onprem-0", "V100", 8, 0),)
+    return Snapshot(NOW, pending, (*FULL, *running), pool, tuple(nodes), (SPOT, OD))
+
+
+def batch(count: int, *, spread_s: float = 20.0) -> tuple[list[Node], list[Placement]]:
+    pairs = [started(i, ago_s=60.0 + spread_s * i) for i in range(count)]
+    return [n for n, _ in pairs], [p for _, p in pairs]
+
+
+# --- handing idle exclusive nodes to the jobs that burst ---------------------------------------
+
+def test_a_job_that_bursts_takes_an_idle_exclusive_node_instead_of_a_launch() -> None:
+    short = Demand("short", 1, NOW, 1_800.0, gpu_model="V100")  # budget 600 s; the hog runs 29 h more
+    sb = Standby(free=[idle(1)])
+    assert burst(snap([idle(1)], pending=(short,)), COST, BURST, standby=sb) == []
+    (hold,) = sb.holds
+    assert isinstance(hold, Hold) and (hold.node_id, hold.job_id) == ("idle1", "short")
+    assert "no boot" in hold.reason and "job short" in hold.reason
+
+
+def test_a_job_that_waits_for_reserved_gpus_leaves_an_idle_exclusive_node_alone() -> None:
+    """A long job deferring to its 1-hour budget: the pool would have given it any idle node."""
+    long_job = Demand("long", 1, NOW - timedelta(minutes=10), 4 * 3600.0, gpu_model="V100")
+    deferring = replace(BURST, defer_to_budget=True)
+    sb = Standby(free=[idle(1)])
+    assert burst(snap([idle(1)], pending=(long_job,)), COST, deferring, standby=sb) == [] and sb.holds == []
+    sb = Standby(free=[idle(1)])  # not deferring, it bursts: on the idle node
+    assert burst(snap([idle(1)], pending=(long_job,)), COST, BURST, standby=sb) == [] and len(sb.holds) == 1
+
+
+def test_an_exclusive_node_in_another_market_or_too_dear_or_booting_is_not_taken() -> None:
+    strict = Demand("strict", 1, NOW, 1_800.0, gpu_model="V100", job_class=JobClass.STRICT,
+                    deadline=NOW + timedelta(seconds=1_800 + 1_300))  # too little slack for spot: on-demand
+    for node in (idle(1),  # spot, where its deadline rule says on-demand
+                 idle(2, market=Market.ON_DEMAND, price=9.0),  # on-demand, but dearer by more than a boot's wait
+                 idle(3, market=Market.ON_DEMAND, price=3.06, state=NodeState.LAUNCHING)):  # not up yet
+        sb = Standby(free=[node])
+        (launch,) = burst(snap([node], pending=(strict,)), COST, BURST, standby=sb)
+        assert launch.offering == OD and sb.holds == []
+    sb = Standby(free=[idle(4, market=Market.ON_DEMAND, price=3.06)])
+    assert burst(snap(sb.free, pending=(strict,)), COST, BURST, standby=sb) == [] and len(sb.holds) == 1
+
+
+def test_burster_launches_exclusive_nodes_and_hands_idle_ones_out() -> None:
+    policy = BursterPolicy(COST, BursterParams(burst=BurstParams(prewarm=False, cost_trigger=False),
+                                               standby=StandbyParams(enabled=False)))
+    first = Demand("a", 1, NOW, 1_800.0, gpu_model="V100")
+    (launch,) = policy.decide(snap([], pending=(first,))).actions
+    assert launch.exclusive  # type: ignore[union-attr]
+    (hold,) = policy.decide(snap([idle(1)], pending=(first,))).actions
+    assert isinstance(hold, Hold) and hold.node_id == "idle1"
+
+
+# --- the standby stock ---------------------------------------------------------------------------
+
+def test_the_stock_covers_the_most_starts_within_one_boot_that_pay_for_their_idle_time() -> None:
+    nodes, running = batch(10)  # 10 starts in 3 minutes: a batch
+    sb = standby(snap(nodes, running), COST, PARAMS)
+    # a boot's wait is worth 1 GPU x 180 s x $2.5/h = $0.125; a stock of k idles k x 900 / 10 s at $0.9/h:
+    # k = 5 idles 450 s ($0.1125), k = 6 idles 540 s ($0.135)
+    assert {s: k for s, (k, _) in sb.stock.items()} == {("V100", 1): 5}
+    assert sb.next_change == NOW - timedelta(seconds=60 + 20 * 9) + timedelta(seconds=900)  # the oldest ages out
+    (launch,) = stock_launches(sb, NOW, 180.0)
+    assert launch.count == 5 and launch.exclusive and launch.offering == SPOT and launch.job_id is None
+
+
+def test_no_stock_from_few_or_old_starts_or_gangs_or_when_disabled() -> None:
+    nodes, running = batch(2)
+    assert standby(snap(nodes, running), COST, PARAMS).stock == {}
+    old_nodes, old_running = batch(10)
+    later = Snapshot(NOW + timedelta(hours=1), (), tuple(old_running), (), tuple(old_nodes), (SPOT,))
+    assert standby(later, COST, PARAMS).stock == {}
+    assert standby(snap(*batch(10)), COST, StandbyParams(enabled=False)).stock == {}
+    gang_nodes = [started(i, ago_s=60.0)[0] for i in range(10)]
+    gang = Placement(Demand("g", 10, NOW, 1_800.0, nodes=10, gpu_model="V100"),
+                     tuple(n.node_id for n in gang_nodes), NOW - timedelta(seconds=60), True, Market.SPOT)
+    assert standby(snap(gang_nodes, [gang]), COST, PARAMS).stock == {}
+
+
+def test_idle_nodes_within_the_stock_outlive_their_ttl_the_rest_go() -> None:
+    nodes, running = batch(10)
+    spare = [idle(i, idle_s=900, price=0.9 - 0.01 * i) for i in range(7)]
+    s = snap([*nodes, *spare], running)
+    sb = standby(s, COST, PARAMS)
+    keep = sb.keep()
+    assert keep == {f"idle{i}" for i in (2, 3, 4, 5, 6)}  # the cheapest five
+    gone = {a.node_ids[0] for a in idle_ttl(s, ReclaimParams(idle_ttl_s=300), keep) if isinstance(a, Terminate)}
+    assert gone == {"idle0", "idle1"}
+    assert stock_launches(sb, NOW, 180.0) == []  # the stock is there already
+
+
+def test_an_empty_plan_wakes_when_the_stock_falls() -> None:
+    """Kept nodes outlive their TTL only while the starts hold the stock up: the simulator may skip
+    quiet passes, so the plan names the instant the oldest start ages out."""
+    nodes, running = batch(10)
+    spare = [idle(i, idle_s=900) for i in range(5)]
+    policy = BursterPolicy(COST, BursterParams(burst=BurstParams(prewarm=False), standby=PARAMS))
+    plan = policy.decide(snap([*nodes, *spare], running))
+    assert plan.actions == ()
+    assert plan.quiet_until == NOW - timedelta(seconds=60 + 20 * 9) + timedelta(seconds=900)
