@@ -244,20 +244,27 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
 
 def _may_take(job: Demand, chosen: Offering, now: datetime, cost: CostModel,
              params: BurstParams) -> Callable[[Node], bool]:
-    """Whether an idle exclusive node may take ``job`` instead of a launch to ``chosen``: the same market, a
-    spot pool its deadline's rework limit allows, and a run costing no more than ``chosen``'s plus
-    the boot's wait it saves."""
+    """Whether an idle exclusive node may take ``job`` instead of a launch to ``chosen``: the same
+    market and, for a deadline job on spot, a pool its rework limit allows (any node, if a launch
+    would come too late for its deadline and starting now would not), and a run there costing,
+    deadline risk included, no more than ``chosen``'s plus the boot's wait it saves."""
     limit = spot_rework_limit(job, now, cost, params)
-    ceiling = cost.job_cost_usd(job, chosen) + cost.wait_cost_usd(job, cost.p.launch_latency_s, now, deadline=False)
+    slack = slack_s(job, now, cost)
+    late = slack < 0  # a launch now would miss the deadline: only an idle node can make it
+
+    def expected_usd(o: Offering) -> float:
+        return cost.job_cost_usd(job, o) + cost.deadline_risk_usd(job, o, slack)
+    ceiling = expected_usd(chosen) + cost.wait_cost_usd(job, cost.p.launch_latency_s, now)
 
     def fits(n: Node) -> bool:
         o = n.offering
-        if o.market is not chosen.market or cost.nodes_for(job, o) != 1:
+        if cost.nodes_for(job, o) != 1:
             return False
-        if o.market is Market.SPOT and limit != math.inf and \
-                cost.rework_fraction(o, job.checkpoint_interval_s, 1) > limit:
+        if not late and (o.market is not chosen.market or (
+                o.market is Market.SPOT and limit != math.inf
+                and cost.rework_fraction(o, job.checkpoint_interval_s, 1) > limit)):
             return False
-        return cost.job_cost_usd(job, o) <= ceiling
+        return expected_usd(o) <= ceiling
     return fits
 
 

@@ -30,7 +30,7 @@ class BursterParams:
     # correct every runtime estimate by what finished jobs showed of them (policies/estimates.py)
     correct_estimates: bool = True
     # launch exclusive nodes and hand idle ones to the jobs that burst (policies/standby.py)
-    exclusive_nodes: bool = True
+    exclusive_nodes: bool = False
     # nodes launched ahead of the bursts, to be handed out (policies/standby.py; off by default)
     standby: StandbyParams = field(default_factory=lambda: StandbyParams(enabled=False))
 

@@ -84,9 +84,36 @@ def test_an_exclusive_node_in_another_market_or_too_dear_or_booting_is_not_taken
     assert burst(snap(sb.free, pending=(strict,)), COST, BURST, standby=sb) == [] and len(sb.holds) == 1
 
 
+def test_a_deadline_job_leaves_an_idle_node_in_a_riskier_spot_pool_alone() -> None:
+    """Cheaper by the hour, but interrupted often enough that its deadline risk outweighs the boot."""
+    safe = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
+    risky = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.5)
+    cost = CostModel(CostParams(launch_latency_s=180, spot_interruptions_per_hour=0.01,
+                                interruption_rates={risky.key: 0.5}))
+    # 3000 s of slack: both pools pass the rework limit, but an interruption on the risky one may
+    # cost more than the slack (hourly checkpoints): about a 14 % chance of missing, $70 of risk
+    job = Demand("dl", 1, NOW, 3_600.0, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(seconds=3_600 + 3_000 + 180), checkpoint_interval_s=3_600.0)
+    node = replace(idle(1), offering=risky)
+    s = Snapshot(NOW, (job,), FULL, (PoolNode("onprem-0", "V100", 8, 0),), (node,), (safe, risky))
+    sb = Standby(free=[node])
+    (launch,) = burst(s, cost, BURST, standby=sb)
+    assert launch.offering == safe and sb.holds == []
+    assert cost.job_cost_usd(job, risky) < cost.job_cost_usd(job, safe)  # it would win on price alone
+
+
+def test_a_job_a_launch_would_make_late_takes_any_idle_node() -> None:
+    """Starting now gives it a boot's worth of slack that no launch can."""
+    urgent = Demand("urgent", 1, NOW, 1_800.0, gpu_model="V100", job_class=JobClass.STRICT,
+                    deadline=NOW + timedelta(seconds=1_800 + 100))  # a 180 s boot would make it 80 s late
+    sb = Standby(free=[idle(1)])
+    assert burst(snap([idle(1)], pending=(urgent,)), COST, BURST, standby=sb) == []
+    assert [h.job_id for h in sb.holds] == ["urgent"]
+
+
 def test_burster_launches_exclusive_nodes_and_hands_idle_ones_out() -> None:
     policy = BursterPolicy(COST, BursterParams(burst=BurstParams(prewarm=False, cost_trigger=False),
-                                               standby=StandbyParams(enabled=False)))
+                                               exclusive_nodes=True))
     first = Demand("a", 1, NOW, 1_800.0, gpu_model="V100")
     (launch,) = policy.decide(snap([], pending=(first,))).actions
     assert launch.exclusive  # type: ignore[union-attr]

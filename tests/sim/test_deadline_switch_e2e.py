@@ -5,7 +5,7 @@ Two short jobs burst onto spot and finish; their nodes sit idle. A strict deadli
 1000 s of slack: under changeover + margin) arrives and the pool starts it on an idle spot node at
 once. The switch launches an on-demand node for it while it runs, moves it there once it is up, and
 the job meets its deadline after one stop. That is with nodes the pool gives to any queued job
-(``exclusive_nodes`` off); Burster's own exclusive nodes wait for the policy, which sends the job
+(``exclusive_nodes`` off, the default); exclusive nodes wait for the policy, which sends the job
 to on-demand at once.
 """
 
@@ -56,7 +56,7 @@ def test_a_deadline_job_on_an_idle_spot_node_moves_to_on_demand_once_and_meets_i
 
 
 def test_with_exclusive_nodes_it_goes_to_on_demand_at_once() -> None:
-    world, _, decisions = simulate(BursterParams())
+    world, _, decisions = simulate(BursterParams(exclusive_nodes=True))
     m = world.pool.metrics
     assert m.finished_jobs == 3 and m.hard_deadline_misses == 0 and m.reclaims == 0
     assert not any("no boot" in d and "job dl " in d for d in decisions)  # the idle spot nodes are not its market

@@ -57,7 +57,7 @@ HANDING = [Demand("s0", 1, T0 + timedelta(minutes=1), 600.0, gpu_model="V100"),
 
 
 def test_an_idle_exclusive_node_goes_to_the_next_job_that_bursts_not_to_a_deferring_one() -> None:
-    world, decisions, _ = simulate(HANDING, BursterParams(burst=BURST), HOG_S)
+    world, decisions, _ = simulate(HANDING, BursterParams(burst=BURST, exclusive_nodes=True), HOG_S)
     assert wait_s(world, "s1") <= 20.0  # no boot: the first node was idle
     assert any("taken, no boot, by job s1 " in d for d in decisions)
     assert wait_s(world, "long") > 45 * 60  # it waited for the reserved node
@@ -65,7 +65,7 @@ def test_an_idle_exclusive_node_goes_to_the_next_job_that_bursts_not_to_a_deferr
 
 
 def test_a_node_any_job_may_take_goes_to_the_deferring_job() -> None:
-    _, _, exclusive_usd = simulate(HANDING, BursterParams(burst=BURST), HOG_S)
+    _, _, exclusive_usd = simulate(HANDING, BursterParams(burst=BURST, exclusive_nodes=True), HOG_S)
     world, decisions, usd = simulate(HANDING, BursterParams(burst=BURST, exclusive_nodes=False), HOG_S)
     assert wait_s(world, "long") < 20 * 60  # the pool gave it s0's idle node
     assert wait_s(world, "s1") > 120.0  # and s1 waited for a boot
@@ -79,6 +79,7 @@ BATCHES = [Demand(f"a{i}", 1, T0 + timedelta(minutes=1), 1_200.0, gpu_model="V10
 
 
 def test_a_standby_stock_starts_the_next_batch_without_boots() -> None:
+    """Only the standby nodes are exclusive here (the default): the policy hands them out."""
     cold, _, cold_usd = simulate(BATCHES, BursterParams(burst=BURST))
     warm, decisions, warm_usd = simulate(BATCHES, BursterParams(burst=BURST, standby=StandbyParams()))
     assert statistics.median(wait_s(cold, f"b{i}") for i in range(6)) > 120.0

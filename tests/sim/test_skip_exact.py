@@ -49,15 +49,17 @@ def test_skipping_quiet_passes_is_exact(policy: str) -> None:
         assert any("back on-prem" in d for d in slow_decisions)
         assert any("cheaper capacity" in d for d in slow_decisions)
         assert any("a boot and a margin short" in d for d in slow_decisions)  # deferred to its budget's end
-        assert any("no boot" in d for d in slow_decisions)  # an idle exclusive node handed to a job
 
 
-def test_skipping_is_exact_with_a_standby_stock() -> None:
-    """The stock falls as starts age out of its window: a wake the skip must not jump over."""
-    fast, fast_decisions = simulate("burster", skip=True, settings={"standby": True})
-    slow, slow_decisions = simulate("burster", skip=False, settings={"standby": True})
+def test_skipping_is_exact_with_exclusive_nodes_and_a_standby_stock() -> None:
+    """Idle nodes wait for the policy, and the stock falls as starts age out of its window: wakes
+    the skip must not jump over."""
+    settings = {"exclusive_nodes": True, "standby": True}
+    fast, fast_decisions = simulate("burster", skip=True, settings=settings)
+    slow, slow_decisions = simulate("burster", skip=False, settings=settings)
     fast.pop("reconcile_passes"), slow.pop("reconcile_passes")
     assert any("launch: standby:" in d for d in slow_decisions)
+    assert any("no boot" in d for d in slow_decisions)  # an idle exclusive node handed to a job
     assert fast_decisions == slow_decisions
     assert fast == slow
 
