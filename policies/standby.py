@@ -90,6 +90,8 @@ def _most_within(times: list[float], span_s: float) -> int:
 
 def free_exclusive(snapshot: Snapshot) -> list[Node]:
     """Exclusive nodes up or booting with no job and none of their own waiting, cheapest first."""
+    if not any(n.exclusive and not n.busy for n in snapshot.cloud_nodes):
+        return []
     live = {j.job_id for j in snapshot.pending} | {p.job.job_id for p in snapshot.running}
     return sorted((n for n in snapshot.cloud_nodes if n.exclusive and not n.busy and n.state.value in _USABLE
                    and (n.for_job is None or n.for_job not in live)),
