@@ -66,13 +66,16 @@ class Hold:
     """Keep an on-prem node for one job from ``start_at``: before it, the pool starts there only jobs
     that end by then; from it, no other job, until that job starts on-prem or ends, or ``until``
     passes (a Slurm reservation with a start time, which its backfill plans around). On an idle
-    exclusive cloud node (``Launch.exclusive``): the job starts there now (the times do not apply)."""
+    exclusive cloud node (``Launch.exclusive``): the job starts there now (the times do not apply),
+    and the node bills for ``est_hours`` more, charged to ``team`` (budget guards, as a Launch)."""
 
     node_id: str
     job_id: str
     start_at: datetime
     until: datetime
     reason: str
+    team: str = ""
+    est_hours: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -221,7 +221,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         if launch is not None and wait_s == 0.0 and idle.take(job) is not None:
             continue
         if launch is not None and offering is not None and standby is not None and standby.free and \
-                standby.take(job, _may_take(job, offering, now, cost, params), now, launch.reason):
+                standby.take(job, _may_take(job, offering, now, cost, params), now, launch):
             continue
         if launch is None:
             queue.enqueue(job)

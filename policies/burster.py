@@ -46,8 +46,8 @@ class BursterPolicy:
 
     def decide(self, snapshot: Snapshot) -> Plan:
         p = self.params
-        factor = runtime_correction(snapshot.runtime_ratios) if p.correct_estimates else 1.0
-        snapshot = corrected(snapshot, factor)
+        if p.correct_estimates:
+            snapshot = corrected(snapshot, runtime_correction(snapshot.runtime_ratios))
         actions: list[Action] = []
         queue = ReservedQueue(snapshot.now, snapshot.pool_nodes, snapshot.running)
         stopping = enforce_budget(snapshot, p.guards, p.reclaim.tick_s)

@@ -3,8 +3,9 @@
 - protected or busy nodes are never terminated (busy ones leave only through a Checkpoint);
   protected nodes are never checkpointed, drained or preempted either;
 - hard dollar budgets (global and per team): committed spend (spent + what live nodes are expected
-  to cost) plus a launch's expected cost must stay within the budget, whole gangs or nothing;
-- a soft threshold (``soft_fraction`` of a budget) restricts new launches to spot;
+  to cost) plus a launch's expected cost must stay within the budget, whole gangs or nothing (an
+  idle cloud node handed to a job, a ``Hold``, is charged its hours there as a launch would be);
+- a soft threshold (``soft_fraction`` of a budget) restricts new launches (and handed nodes) to spot;
 - max live nodes, and a launch rate limit (nodes per minute).
 """
 
@@ -16,7 +17,7 @@ from datetime import timedelta
 
 from burster.lifecycle import LIVE_STATES, NodeState
 from burster.model import Market, Snapshot
-from burster.plan import Action, Checkpoint, Drain, Launch, Plan, Preempt, Terminate, request_id
+from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate, request_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +72,13 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams) -> Plan:
                 by_team[a.team] = by_team.get(a.team, 0.0) + usd
                 live += a.count
                 launched += a.count
+        elif why is None and isinstance(a, Hold) and a.node_id in nodes:  # an idle cloud node runs a job
+            offering = nodes[a.node_id].offering
+            usd = offering.price_per_hour_usd * a.est_hours
+            why = _refuse_spend(usd, offering.market, a.team, params, total, by_team)
+            if why is None:
+                total += usd
+                by_team[a.team] = by_team.get(a.team, 0.0) + usd
         if why is None:
             kept.append(a)
         else:
@@ -100,16 +108,22 @@ def _refuse_launch(a: Launch, p: GuardParams, total: float, by_team: Mapping[str
         return f"max nodes {p.max_nodes} reached ({live} live, {a.count} asked)"
     if launched + a.count > p.max_launches_per_minute:
         return f"launch rate limit {p.max_launches_per_minute}/min reached"
+    return _refuse_spend(usd, a.offering.market, a.team, p, total, by_team)
+
+
+def _refuse_spend(usd: float, market: Market, team: str, p: GuardParams, total: float,
+                  by_team: Mapping[str, float]) -> str | None:
+    """Why ``usd`` more spend (a launch, or an idle node given a job) would break a budget, or None."""
     checks = [("global", p.total_budget_usd, total)]
-    if a.team in p.team_budget_usd:
-        checks.append((f"team {a.team}", p.team_budget_usd[a.team], by_team.get(a.team, 0.0)))
+    if team in p.team_budget_usd:
+        checks.append((f"team {team}", p.team_budget_usd[team], by_team.get(team, 0.0)))
     for name, budget, committed in checks:
         if budget is None:
             continue
         if committed + usd > budget:
             return (f"{name} budget ${budget:,.2f} would be exceeded: ${committed:,.2f} committed "
-                    f"+ ${usd:,.2f} for this launch")
-        if a.offering.market is Market.ON_DEMAND and committed + usd > p.soft_fraction * budget:
+                    f"+ ${usd:,.2f} for this burst")
+        if market is Market.ON_DEMAND and committed + usd > p.soft_fraction * budget:
             return (f"{name} budget past its soft threshold ({p.soft_fraction:.0%} of ${budget:,.2f}): "
                     "bursts restricted to spot")
     return None

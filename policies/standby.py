@@ -1,11 +1,12 @@
 """Idle exclusive cloud nodes handed to the jobs that burst, and kept warm while bursts keep coming.
 
-Burster launches exclusive nodes (``Launch.exclusive``): the pool starts there only the job a node
-was launched for, or one the policy hands it to (a ``Hold`` on the node). So when a node's job ends,
-the node waits for the policy: a job the policy bursts takes it at once instead of a fresh boot,
-when the node is in the market the job's own launch would use (for a deadline job, a spot pool its
-rework limit allows) and costs no more than that launch plus the boot's wait; a job deferring to
-its wait budget, or one the pool will start on-prem soon, never takes it.
+An exclusive node (``Launch.exclusive``: every Burster launch with ``exclusive_nodes``, and every
+standby node) runs only the job it was launched for, or one the policy hands it to (a ``Hold`` on
+the node). So when its job ends, the node waits for the policy: a job the policy bursts takes it at
+once instead of a fresh boot, when the node is in the market the job's own launch would use (for a
+deadline job, a spot pool its rework limit allows) and costs, deadline risk included, no more than
+that launch plus the boot's wait (``burst._may_take``); a job deferring to its wait budget, or one
+the pool will start on-prem soon, never takes it.
 
 Standby (``StandbyParams``): while bursts keep coming, nodes are also launched ahead to be handed
 out. Single-node cloud starts in the last ``window_s`` per node shape (GPU model, GPUs per node);
@@ -61,15 +62,16 @@ class Standby:
                 kept.append(n.node_id)
         return frozenset(kept)
 
-    def take(self, job: Demand, fits: Callable[[Node], bool], now: datetime, reason: str) -> bool:
-        """Hand the cheapest free node that is up and ``fits`` to single-node ``job`` (``reason``: the
-        launch it replaces); False if none."""
+    def take(self, job: Demand, fits: Callable[[Node], bool], now: datetime, launch: Launch) -> bool:
+        """Hand the cheapest free node that is up and ``fits`` to single-node ``job`` instead of
+        ``launch`` (the hold carries its reason, team and hours); False if none."""
         for i, n in enumerate(self.free):
             if job.nodes == 1 and n.state is NodeState.READY and n.offering.gpus_per_node >= job.gpus \
                     and (not job.gpu_model or job.gpu_model == n.offering.gpu_model) and fits(n):
                 del self.free[i]
                 self.holds.append(Hold(n.node_id, job.job_id, now, now,
-                                       f"idle {n.node_id} ({n.offering.key}) taken, no boot, by {reason}"))
+                                       f"idle {n.node_id} ({n.offering.key}) taken, no boot, by {launch.reason}",
+                                       team=launch.team, est_hours=launch.est_hours))
                 return True
         return False
 

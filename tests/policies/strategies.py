@@ -94,7 +94,8 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
         idle_for = draw(st.floats(0, 7200))
         cloud_nodes.append(Node(f"idle{i}", o, draw(st.sampled_from((NodeState.READY, NodeState.LAUNCHING))),
                                 NOW - timedelta(seconds=idle_for + draw(st.floats(0, 600))), "rq",
-                                idle_since=NOW - timedelta(seconds=idle_for), protected=draw(st.booleans())))
+                                idle_since=NOW - timedelta(seconds=idle_for), protected=draw(st.booleans()),
+                                exclusive=draw(st.booleans())))
     notices = tuple(Interruption(n.node_id, n.offering.provider, "spot-interruption", NOW,
                                  NOW + timedelta(seconds=120))
                     for n in cloud_nodes if draw(st.booleans()) and n.offering.market is Market.SPOT)

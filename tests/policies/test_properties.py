@@ -7,31 +7,39 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from burster.lifecycle import NodeState
 from burster.model import Snapshot
 from burster.plan import Checkpoint, Drain, Hold, Launch, Preempt, Terminate
 from policies.baselines import OnDemandPolicy
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel
 from policies.guards import GuardParams, committed_usd, launch_usd
+from policies.standby import StandbyParams
 from tests.policies.strategies import snapshots
 
 SETTINGS = settings(max_examples=150, deadline=None)
 
 
-def policy(budget: float | None = None, team_budget: float | None = None) -> BursterPolicy:
+def policy(budget: float | None = None, team_budget: float | None = None, warm: bool = False) -> BursterPolicy:
     guards = GuardParams(total_budget_usd=budget,
                          team_budget_usd={"a": team_budget} if team_budget is not None else {})
-    return BursterPolicy(CostModel(), BursterParams(guards=guards))
+    return BursterPolicy(CostModel(), BursterParams(guards=guards, exclusive_nodes=warm,
+                                                    standby=StandbyParams(enabled=warm)))
 
 
 @SETTINGS
-@given(snapshots(), st.floats(0, 5000), st.floats(0, 1000))
-def test_dollar_budget_is_never_exceeded(snap: Snapshot, budget: float, team_budget: float) -> None:
-    plan = policy(budget, team_budget).decide(snap)
+@given(snapshots(), st.floats(0, 5000), st.floats(0, 1000), st.booleans())
+def test_dollar_budget_is_never_exceeded(snap: Snapshot, budget: float, team_budget: float, warm: bool) -> None:
+    """Launches, and idle exclusive cloud nodes handed to jobs (a Hold: the node runs on)."""
+    plan = policy(budget, team_budget, warm).decide(snap)
     total, by_team = committed_usd(snap, GuardParams().idle_ttl_s)
-    added = sum(launch_usd(a) for a in plan.launches)
-    added_a = sum(launch_usd(a) for a in plan.launches if a.team == "a")
-    if plan.launches:
+    price = {n.node_id: n.offering.price_per_hour_usd for n in snap.cloud_nodes}
+    spends = [(a.team, launch_usd(a)) for a in plan.launches]
+    spends += [(a.team, price[a.node_id] * a.est_hours) for a in plan.actions
+               if isinstance(a, Hold) and a.node_id in price]
+    added = sum(usd for _, usd in spends)
+    added_a = sum(usd for team, usd in spends if team == "a")
+    if spends:
         assert total + added <= budget + 1e-6
         assert by_team.get("a", 0.0) + added_a <= team_budget + 1e-6 or added_a == 0
 
@@ -107,11 +115,16 @@ def test_reserved_capacity_is_used_before_any_cloud_launch(snap: Snapshot) -> No
 @SETTINGS
 @given(snapshots())
 def test_holds_are_on_unheld_reserved_nodes_for_cloud_or_queued_jobs(snap: Snapshot) -> None:
+    """Or on an idle exclusive cloud node that is up, for a queued job, at once."""
     unheld = {n.node_id for n in snap.pool_nodes if not n.held_for}
+    idle = {n.node_id for n in snap.cloud_nodes if n.exclusive and not n.busy and n.state is NodeState.READY}
     waiting = {p.job.job_id for p in snap.running if p.on_cloud} | {j.job_id for j in snap.pending}
     holds = [a for a in policy().decide(snap).actions if isinstance(a, Hold)]
     assert len({h.node_id for h in holds}) == len(holds), "a node is held for one job at most"
     for h in holds:
+        if h.node_id in idle:
+            assert h.job_id in {j.job_id for j in snap.pending} and h.start_at == h.until == snap.now
+            continue
         assert h.node_id in unheld and h.job_id in waiting
         assert snap.now <= h.start_at < h.until  # now: the work on it is overdue (counted as ending now)
 

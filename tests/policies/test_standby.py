@@ -11,6 +11,7 @@ from burster.plan import Hold, Terminate
 from policies.burst import BurstParams, burst
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
+from policies.guards import GuardParams
 from policies.reclaim import ReclaimParams, idle_ttl
 from policies.standby import Standby, StandbyParams, standby, stock_launches
 
@@ -168,3 +169,19 @@ def test_an_empty_plan_wakes_when_the_stock_falls() -> None:
     plan = policy.decide(snap([*nodes, *spare], running))
     assert plan.actions == ()
     assert plan.quiet_until == NOW - timedelta(seconds=60 + 20 * 9) + timedelta(seconds=900)
+
+
+def test_a_budget_guard_refuses_an_idle_node_whose_job_would_break_the_budget() -> None:
+    """Running a job on an idle node spends like a launch: the hard budget counts it."""
+    job = Demand("long", 1, NOW, 10 * 3600.0, gpu_model="V100", team="vision")
+    node = idle(1, market=Market.SPOT, price=0.9)
+    s = snap([node], pending=(job,))
+    def policy(budget_usd: float) -> BursterPolicy:
+        return BursterPolicy(COST, BursterParams(burst=BurstParams(prewarm=False, cost_trigger=False),
+                                                 exclusive_nodes=True,
+                                                 guards=GuardParams(team_budget_usd={"vision": budget_usd})))
+    plan = policy(5.0).decide(s)  # 10 h at $0.90/h is $9
+    assert not any(isinstance(a, Hold) for a in plan.actions)
+    (hold, why), = [(a, w) for a, w in plan.refused if isinstance(a, Hold)]
+    assert hold.node_id == "idle1" and "team vision budget $5.00 would be exceeded" in why
+    assert any(isinstance(a, Hold) for a in policy(50.0).decide(s).actions)
