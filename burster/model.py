@@ -9,6 +9,7 @@ float USD per hour (``_per_hour_usd``) inside the decision path.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -134,6 +135,14 @@ class Demand:
 
 
 QueueKey = tuple[int, float]
+
+
+EXCLUSIVE_LABEL = "exclusive"  # the launch label (cloud tag) of an exclusive node (``Launch.exclusive``)
+
+
+def tagged_exclusive(tags: Mapping[str, object]) -> bool:
+    """Whether a node's cloud tags / labels mark it exclusive (so a restarted controller knows)."""
+    return str(tags.get(EXCLUSIVE_LABEL, "")).lower() == "true"
 
 
 def queue_key(job: Demand) -> QueueKey:

@@ -37,7 +37,7 @@ class NodeBook:
                 project=launch.project if launch else "",
                 sprint=launch.sprint if launch else "",
                 reason=launch.reason if launch else "adopted: tagged by this controller",
-                exclusive=launch.exclusive if launch else False,
+                exclusive=launch.exclusive if launch else n.exclusive,
             ))
             self.follow(n.node_id, n.state)
 

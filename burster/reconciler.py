@@ -18,7 +18,7 @@ from burster.clock import Clock
 from burster.errors import CapacityError, PartialLaunchError, ProviderError, QuotaError
 from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
 from burster.lifecycle import NodeState
-from burster.model import Interruption, Node, Offering, Placement, Signal, Snapshot, Spend
+from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Placement, Signal, Snapshot, Spend
 from burster.plan import Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate
 from burster.reconcile_nodes import NodeBook
 from burster.state import MemoryState
@@ -186,7 +186,7 @@ class Reconciler:
             a = replace(a, request_id=f"{a.request_id}-r{tries}")
         self.state.put_intent(a)
         tags = (("team", a.team), ("project", a.project), ("sprint", a.sprint), ("job", a.job_id or ""),
-                ("exclusive", "true" if a.exclusive else ""))
+                (EXCLUSIVE_LABEL, "true" if a.exclusive else ""))
         labels = {k: v for k, v in tags if v}
         try:
             nodes = provider.launch(a.offering, a.count, request_id=a.request_id, labels=labels)

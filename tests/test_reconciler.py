@@ -82,6 +82,15 @@ def test_intent_survives_a_crash_between_call_and_record() -> None:
     assert len(w.cloud.list_nodes()) == 1
 
 
+def test_a_restarted_controller_adopts_an_exclusive_node_as_exclusive() -> None:
+    """No intent survived: the node's tag says the pool gives it no job on its own."""
+    w = World()
+    w.cloud.launch(CHEAP, 1, request_id="earlier-run", labels={"exclusive": "true"})
+    w.cloud.launch(DEAR, 1, request_id="earlier-run-2")
+    w.rec.run_once()
+    assert {r.offering.key: r.exclusive for r in w.rec.state.live()} == {CHEAP.key: True, DEAR.key: False}
+
+
 def test_degraded_provider_is_not_reclaimed() -> None:
     w = World()
     w.cloud.launch(CHEAP, 1, request_id="prewarm-1")

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from burster.errors import CapacityError, NotFoundError, PartialLaunchError, ProviderError
 from burster.lifecycle import NodeState
-from burster.model import Interruption, Node, Offering
+from burster.model import Interruption, Node, Offering, tagged_exclusive
 from burster.retry import call_with_backoff
 from providers.azure import vms
 from providers.azure.errors import PROVIDER, retry_after_of, translate
@@ -248,7 +248,8 @@ class AzureProvider:
         if finished and vm is not None:
             return self._to_node(_wire(vm))
         log.info("azure: VM %s still provisioning after %.0fs; reporting it as launching", name, self._wait_s)
-        return Node(name, offering, NodeState.LAUNCHING, self._now(), request_id, team=labels.get("team", ""))
+        return Node(name, offering, NodeState.LAUNCHING, self._now(), request_id, team=labels.get("team", ""),
+                    exclusive=tagged_exclusive(labels))
 
     def _delete_and_wait(self, names: list[str]) -> None:
         """Remove VMs whose allocation failed (they linger in provisioningState Failed otherwise)."""
@@ -274,7 +275,8 @@ class AzureProvider:
         offering = (self._prices.known(key) or self._catalog.get(key)
                     or Offering(PROVIDER, location, location, size, "unknown", 1, market, 0.0))
         return Node(str(vm.get("name")), offering, vms.state_of(vm), vms.created_at(vm) or self._now(),
-                    str(tags.get(vms.REQUEST_TAG, "")), team=str(tags.get("team", "")))
+                    str(tags.get(vms.REQUEST_TAG, "")), team=str(tags.get("team", "")),
+                    exclusive=tagged_exclusive(tags))
 
 
 def _wire(vm: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from burster.errors import CapacityError, PartialLaunchError, ProviderError, ThrottledError
 from burster.lifecycle import NodeState
-from burster.model import Interruption, Node, Offering
+from burster.model import Interruption, Node, Offering, tagged_exclusive
 from burster.retry import call_with_backoff
 
 
@@ -108,7 +108,7 @@ class FakeCloudProvider:
     def _make(self, offering: Offering, request_id: str, labels: Mapping[str, str]) -> Node:
         node_id = f"{self.name}-{next(self._ids):06d}"
         node = Node(node_id, offering, NodeState.READY, self._now(), request_id,
-                    team=labels.get("team", ""))
+                    team=labels.get("team", ""), exclusive=tagged_exclusive(labels))
         self._nodes[node_id] = node
         self._labels[node_id] = {"managed-by": "burster", "request-id": request_id, **labels}
         return node

@@ -9,7 +9,7 @@ from typing import Any
 from burster.catalog import gcp_gpu_of
 from burster.config import GcpConfig
 from burster.lifecycle import NodeState
-from burster.model import Market, Node, Offering
+from burster.model import Market, Node, Offering, tagged_exclusive
 from providers.gcp.naming import REQUEST_ID, last_segment, parse_time
 
 DEFAULT_IMAGE = "projects/debian-cloud/global/images/family/debian-12"  # without an instance template
@@ -90,4 +90,5 @@ def node_of(inst: Any, catalog: Mapping[tuple[str, str, Market], Offering], *, d
     labels = dict(inst.labels)
     return Node(node_id=inst.name, offering=offering_of(inst, catalog), state=state,
                 launched_at=parse_time(inst.creation_timestamp, now),
-                request_id=labels.get(REQUEST_ID, ""), team=labels.get("team", ""))
+                request_id=labels.get(REQUEST_ID, ""), team=labels.get("team", ""),
+                exclusive=tagged_exclusive(labels))

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from burster.errors import CapacityError, PartialLaunchError, ThrottledError
 from burster.lifecycle import NodeState
-from burster.model import Interruption, Market, Node, Offering
+from burster.model import Interruption, Market, Node, Offering, tagged_exclusive
 from burster.retry import call_with_backoff
 from providers.sim.events import EventQueue
 from providers.sim.pool import SimPool
@@ -118,12 +118,12 @@ class SimCloudProvider:
     def _create(self, offering: Offering, count: int, request_id: str, labels: Mapping[str, str],
                 now: datetime, s: SpotSeries | None) -> list[Node]:
         for_job = labels.get("job")
-        exclusive = labels.get("exclusive") == "true"
+        exclusive = tagged_exclusive(labels)
         ready_at = now + timedelta(seconds=self._boot_s())  # a gang boots together
         nodes = []
         for _ in range(count):
             node = Node(f"{self.name}-{next(self._ids):06d}", offering, NodeState.LAUNCHING, now, request_id,
-                        team=labels.get("team", ""))
+                        team=labels.get("team", ""), exclusive=exclusive)
             self._nodes[node.node_id] = node
             self._pool.expect(node.node_id, offering, for_job, exclusive=exclusive)
             self._events.at(ready_at, self._ready_handler(node.node_id))

@@ -62,3 +62,13 @@ def test_partial_launch_reports_the_nodes_that_came_up(harness: Harness) -> None
     assert len(got) == 1
     listed = {n.node_id for n in harness.provider.list_nodes()}
     assert {n.node_id for n in got} <= listed  # type: ignore[attr-defined]
+
+
+def test_an_exclusive_node_says_so_when_listed(harness: Harness) -> None:
+    """The tag survives a controller restart: the listing, not only the launch, reports it."""
+    p = harness.provider
+    (node,) = p.launch(harness.offering, 1, request_id=request_id("ex", 1), labels={**LABELS, "exclusive": "true"})
+    (plain,) = p.launch(harness.offering, 1, request_id=request_id("ex", 2), labels=LABELS)
+    assert node.exclusive and not plain.exclusive
+    listed = {n.node_id: n for n in p.list_nodes()}
+    assert listed[node.node_id].exclusive and not listed[plain.node_id].exclusive
