@@ -98,3 +98,17 @@ def test_the_defer_quantile_reaches_the_policy_and_is_range_checked() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config({"policy": {"defer_quantile": 1.5}})
     assert "policy.defer_quantile" in str(info.value) and "less than or equal to 1" in str(info.value)
+
+
+def test_exclusive_nodes_and_standby_are_off_by_default_reach_the_policy_and_are_range_checked() -> None:
+    default = build_policy("burster", parse_config({}), cost_model(parse_config({})))
+    assert isinstance(default, BursterPolicy)
+    assert not default.params.exclusive_nodes and not default.params.standby.enabled
+    assert (BursterPolicy().params.exclusive_nodes, BursterPolicy().params.standby.enabled) == (False, False)
+    cfg = parse_config({"policy": {"exclusive_nodes": True, "standby": True, "standby_window_s": 1800}})
+    policy = build_policy("burster", cfg, cost_model(cfg))
+    assert isinstance(policy, BursterPolicy) and policy.params.exclusive_nodes
+    assert policy.params.standby.enabled and policy.params.standby.window_s == 1800
+    with pytest.raises(ConfigError) as info:
+        parse_config({"policy": {"standby_window_s": 30}})
+    assert "policy.standby_window_s" in str(info.value) and "greater than or equal to 60" in str(info.value)
