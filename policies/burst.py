@@ -31,7 +31,7 @@ from policies.cost import CostModel
 from policies.estimates import estimate_scale
 from policies.offers import ANY, OfferBook, offer_book
 from policies.queue import ReservedQueue, held_by_job
-from policies.standby import Standby, stock_launches
+from policies.standby import Standby, prewarm, stock_launches
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,38 +344,3 @@ def _launch(job: Demand, offering: Offering, cost: CostModel, reason: str) -> La
         job_id=job.job_id, team=job.team, project=job.project, sprint=job.sprint,
         est_hours=(job.remaining_s + cost.p.launch_latency_s) / 3600.0,
     )
-
-
-def prewarm(snapshot: Snapshot, cost: CostModel, book: OfferBook, queue: ReservedQueue,
-            idle: list[Node]) -> list[Launch]:
-    """Launch ahead of a signal when the expected wait cost exceeds the idle cost of being early."""
-    now, out = snapshot.now, []
-    lead_s = cost.p.launch_latency_s
-    for sig in sorted(snapshot.signals, key=lambda s: (s.window_start, s.source)):
-        until_s = (sig.window_start - now).total_seconds()
-        hours = (sig.window_end - sig.window_start).total_seconds() / 3600.0
-        if hours <= 0 or until_s > 2 * lead_s or (sig.window_end - now).total_seconds() <= 0:
-            continue
-        rate_gpus = sig.gpu_hours / hours
-        model = sig.gpu_model or max(queue.total, key=lambda m: queue.total[m], default="")
-        warm = sum(n.offering.gpus_per_node for n in idle if n.offering.gpu_model == model)
-        excess = rate_gpus - queue.spare_gpus(model) - warm
-        probe = Demand(f"signal:{sig.source}", max(1, math.ceil(excess)), now, hours * 3600.0,
-                       gpu_model=model, team=sig.team, project=sig.project, sprint=sig.sprint)
-        offering = book.best(probe)
-        if excess <= 0 or offering is None:
-            continue
-        count = math.ceil(excess / offering.gpus_per_node)
-        idle_usd = count * cost.idle_cost_usd(offering, max(until_s - lead_s, 0.0) + lead_s)
-        wait_usd = cost.wait_cost_usd(probe, lead_s, now)
-        if wait_usd <= idle_usd:
-            continue
-        out.append(Launch(
-            offering=offering, count=count, request_id=request_id("prewarm", sig.source, sig.window_start,
-                                                                  offering.key, count),
-            reason=(f"pre-warm {count} x {offering.key} for signal {sig.source}: {sig.gpu_hours:.0f} "
-                    f"GPU-h from {sig.window_start:%Y-%m-%d %H:%M}; waiting would cost ${wait_usd:.2f} "
-                    f"> idle ${idle_usd:.2f}"),
-            team=sig.team, project=sig.project, sprint=sig.sprint, est_hours=hours,
-        ))
-    return out

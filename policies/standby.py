@@ -1,4 +1,5 @@
-"""Idle exclusive cloud nodes handed to the jobs that burst, and kept warm while bursts keep coming.
+"""Nodes for the jobs that will burst: idle exclusive nodes handed out, a standby stock kept warm
+while bursts keep coming, and nodes launched ahead of a signal (pre-warm).
 
 An exclusive node (``Launch.exclusive``: every Burster launch with ``exclusive_nodes``, and every
 standby node) runs only the job it was launched for, or one the policy hands it to (a ``Hold`` on
@@ -15,10 +16,15 @@ seen within one boot, but only as many nodes as pay for themselves: a stock of k
 window / starts per node between takers, and that idle time must cost less than the boot's wait it
 saves a job (``CostModel.wait_cost_usd``). Idle nodes within the stock are kept past their idle
 TTL; the stock falls as starts age out of the window.
+
+Pre-warm (``BurstParams.prewarm``): a signal (a Jira sprint) whose window opens within two boots
+and whose GPU rate exceeds spare reserved GPUs and warm nodes gets nodes launched early, when the
+jobs' wait for a launch would cost more than the nodes idling until the window opens.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +34,8 @@ from burster.lifecycle import NodeState
 from burster.model import Demand, Node, Offering, Snapshot
 from burster.plan import Hold, Launch, request_id
 from policies.cost import CostModel
-from policies.offers import offer_book
+from policies.offers import OfferBook, offer_book
+from policies.queue import ReservedQueue
 
 Shape = tuple[str, int]  # (GPU model, GPUs per node)
 _USABLE = frozenset({"launching", "joining", "ready"})
@@ -148,5 +155,40 @@ def stock_launches(sb: Standby, now: datetime, boot_s: float) -> list[Launch]:
             reason=(f"standby: {k} x {model or 'any'} {gpus}-GPU node(s) kept warm for jobs bursting now "
                     f"({have} free); a boot's wait costs more than a node idling between them"),
             est_hours=boot_s / 3600.0,
+        ))
+    return out
+
+
+def prewarm(snapshot: Snapshot, cost: CostModel, book: OfferBook, queue: ReservedQueue,
+            idle: list[Node]) -> list[Launch]:
+    """Launch ahead of a signal when the expected wait cost exceeds the idle cost of being early."""
+    now, out = snapshot.now, []
+    lead_s = cost.p.launch_latency_s
+    for sig in sorted(snapshot.signals, key=lambda s: (s.window_start, s.source)):
+        until_s = (sig.window_start - now).total_seconds()
+        hours = (sig.window_end - sig.window_start).total_seconds() / 3600.0
+        if hours <= 0 or until_s > 2 * lead_s or (sig.window_end - now).total_seconds() <= 0:
+            continue
+        rate_gpus = sig.gpu_hours / hours
+        model = sig.gpu_model or max(queue.total, key=lambda m: queue.total[m], default="")
+        warm = sum(n.offering.gpus_per_node for n in idle if n.offering.gpu_model == model)
+        excess = rate_gpus - queue.spare_gpus(model) - warm
+        probe = Demand(f"signal:{sig.source}", max(1, math.ceil(excess)), now, hours * 3600.0,
+                       gpu_model=model, team=sig.team, project=sig.project, sprint=sig.sprint)
+        offering = book.best(probe)
+        if excess <= 0 or offering is None:
+            continue
+        count = math.ceil(excess / offering.gpus_per_node)
+        idle_usd = count * cost.idle_cost_usd(offering, max(until_s - lead_s, 0.0) + lead_s)
+        wait_usd = cost.wait_cost_usd(probe, lead_s, now)
+        if wait_usd <= idle_usd:
+            continue
+        out.append(Launch(
+            offering=offering, count=count, request_id=request_id("prewarm", sig.source, sig.window_start,
+                                                                  offering.key, count),
+            reason=(f"pre-warm {count} x {offering.key} for signal {sig.source}: {sig.gpu_hours:.0f} "
+                    f"GPU-h from {sig.window_start:%Y-%m-%d %H:%M}; waiting would cost ${wait_usd:.2f} "
+                    f"> idle ${idle_usd:.2f}"),
+            team=sig.team, project=sig.project, sprint=sig.sprint, est_hours=hours,
         ))
     return out
