@@ -24,7 +24,7 @@ def _philly(path: Path, rows: str) -> Path:
 KEYS = {"jobs", "cloud_usd", "cloud_usd_spot", "cloud_usd_on_demand", "onprem_utilization", "wait_p50_s",
         "wait_p95_s", "wait_p99_s", "deadline_misses", "preemptions", "lost_gpu_hours", "launches",
         "requeued_wait_gpu_hours", "stranded_gpu_hours", "node_holds", "node_holds_landed", "node_holds_expired",
-        "onprem_preemptions"}
+        "onprem_preemptions", "idle_nodes_handed"}
 
 
 def test_demo_json_has_the_documented_keys(capsys: pytest.CaptureFixture[str]) -> None:

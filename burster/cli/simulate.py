@@ -164,6 +164,7 @@ def _print_table(r: dict[str, Any]) -> None:
         ("reserved nodes held (job came / expired)",
          f"{r['node_holds']} ({r['node_holds_landed']} / {r['node_holds_expired']})"),
         ("on-prem jobs preempted for urgent ones", str(r["onprem_preemptions"])),
+        ("idle burst nodes handed to a job", str(r["idle_nodes_handed"])),
         ("nodes launched", str(r["launches"])),
         ("reconcile passes / wall time", f"{r['reconcile_passes']} / {r['wall_s']:.1f}s"),
         ("spot availability from", r["spot_source"]),

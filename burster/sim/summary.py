@@ -57,6 +57,7 @@ def summarize(*, metrics: Any, ledger: Sequence[LedgerEntry], launches: int, pas
         "node_holds_landed": metrics.node_holds_landed,
         "node_holds_expired": metrics.node_holds_expired,
         "onprem_preemptions": metrics.onprem_preemptions,
+        "idle_nodes_handed": metrics.idle_nodes_handed,
         "launches": launches,
         "reconcile_passes": passes,
         "wall_s": round(wall_s, 3),

@@ -25,6 +25,7 @@ class PoolMetrics:
     node_holds: int = 0  # reserved nodes held for a job (``Hold``)
     node_holds_landed: int = 0  # ... released because that job started on-prem
     node_holds_expired: int = 0  # ... that ran out before the job came
+    idle_nodes_handed: int = 0  # idle exclusive burst nodes the controller gave a job (``Hold``)
     onprem_preemptions: int = 0  # on-prem jobs checkpointed and requeued for another job (``Preempt``)
     lost_gpu_hours: float = 0.0
     cloud_gpu_hours: float = 0.0  # GPU-hours jobs ran on burst nodes (lost work included)

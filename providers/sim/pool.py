@@ -128,6 +128,7 @@ class SimPool:
         if b is not None:
             if b.exclusive and b.job_id is None and not b.draining and job_id in self.queue:
                 b.for_job = job_id
+                self.metrics.idle_nodes_handed += 1
                 self._changed = True
             return
         i = self.onprem.index.get(node_id)

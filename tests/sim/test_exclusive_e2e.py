@@ -60,6 +60,7 @@ def test_an_idle_exclusive_node_goes_to_the_next_job_that_bursts_not_to_a_deferr
     world, decisions, _ = simulate(HANDING, BursterParams(burst=BURST, exclusive_nodes=True), HOG_S)
     assert wait_s(world, "s1") <= 20.0  # no boot: the first node was idle
     assert any("taken, no boot, by job s1 " in d for d in decisions)
+    assert world.pool.metrics.idle_nodes_handed == sum("no boot" in d for d in decisions) == 1
     assert wait_s(world, "long") > 45 * 60  # it waited for the reserved node
     assert world.clouds["azure"].launches == 1  # s0's node, nothing else
 

@@ -58,6 +58,7 @@ def test_an_exclusive_node_takes_only_its_own_job_or_one_held_for_it() -> None:
     pool.hold("warm", "a", T0, T0)  # busy: a hold on it does nothing
     pool.schedule(T0)
     assert [j.job_id for j in pool.pending()] == ["a"]
+    assert pool.metrics.idle_nodes_handed == 1
 
 
 @pytest.mark.parametrize(("requeue", "order"), [(Requeue.SUBMISSION, ["a", "b", "c"]),
