@@ -51,6 +51,9 @@ def register(sub: Any) -> None:
     p.add_argument("--estimate-bias", type=finite_float, default=1.0, metavar="FACTOR",
                    help="runtime estimates the arms see are FACTOR x the runtime, before --estimate-error's noise "
                         "(default 1; 2 to 4 is typical of Slurm time limits); jobs run their true runtimes")
+    p.add_argument("--set", action="append", default=[], metavar="policy.KEY=VALUE",
+                   help="a [policy] setting for every arm, e.g. policy.standby=true (repeatable; "
+                        "docs/config.md lists the keys)")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     p.set_defaults(func=main)
 
@@ -92,6 +95,32 @@ def _check_numbers(args: argparse.Namespace) -> None:
 
     check_sigma(args.estimate_error)
     check_bias(args.estimate_bias)
+
+
+def policy_settings(items: list[str]) -> tuple[tuple[str, Any], ...]:
+    """``--set policy.KEY=VALUE`` items as (key, value) pairs, values read as TOML (true, 0.5, "x"; a
+    bare word is a string), checked against the config schema before any arm runs."""
+    import tomllib
+
+    from burster.eval.compare import bench_config
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key.startswith("policy.") or "." in key[len("policy."):] or not key[len("policy."):]:
+            raise ConfigError(f"--set takes policy.KEY=VALUE (a key of the [policy] section, docs/config.md); "
+                              f"got {item!r}")
+        if key == "policy.name":
+            raise ConfigError("--set policy.name: the arms are chosen with --policies")
+        try:
+            value = tomllib.loads(f"v = {raw.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw.strip()
+        out[key[len("policy."):]] = value
+    settings = tuple(out.items())
+    bench_config(1, policy=settings)  # an unknown key or a value out of range fails here, naming it
+    return settings
 
 
 def windows(args: argparse.Namespace) -> list[Any]:
@@ -165,6 +194,7 @@ def main(args: argparse.Namespace) -> int:
     from burster.eval.targets import evaluate
 
     policies = parse_policies(args.policies)
+    settings = policy_settings(args.set)
     seeds = parse_seeds(args.seeds, args.quick)
     _check_numbers(args)
     check_html_path(args.html)
@@ -176,7 +206,8 @@ def main(args: argparse.Namespace) -> int:
     if not plan.settings:
         raise ConfigError("nothing to run: every trace of the suite was skipped (see above)")
     _check_models(plan.settings, args.prices)
-    sources = Sources(args.prices, args.spot, args.requeue, args.pool_order, args.estimate_error, args.estimate_bias)
+    sources = Sources(args.prices, args.spot, args.requeue, args.pool_order, args.estimate_error, args.estimate_bias,
+                      settings)
     if args.json:
         result = run_suite(plan.settings, policies, sources, workers=args.workers)
     else:

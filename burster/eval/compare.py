@@ -75,6 +75,7 @@ class Sources:
     order: str = "start_by"  # the simulated pool's queue order (pool.order)
     estimate_error: float = 0.0  # lognormal sigma of the runtime estimates the arms see (burster.sim.estimates)
     estimate_bias: float = 1.0  # the arms' estimates are this factor times the runtimes, before the noise
+    policy: tuple[tuple[str, Any], ...] = ()  # [policy] settings for every arm (``burster bench --set``)
 
 
 @dataclass
@@ -138,14 +139,16 @@ def pool_sizes(load_gpus: float, utilizations: Sequence[float] = UTILIZATIONS) -
     return sizes
 
 
-def bench_config(nodes: int, requeue: str = "submission", order: str = "start_by") -> Any:
-    """Config defaults, except the pool size, requeue and queue order and no cap on burst nodes (the bound has
-    none: the comparison is of policies, not of the max_nodes guard, which would bind on big traces)."""
+def bench_config(nodes: int, requeue: str = "submission", order: str = "start_by",
+                 policy: tuple[tuple[str, Any], ...] = ()) -> Any:
+    """Config defaults, except the pool size, requeue and queue order, the ``policy`` settings given, and
+    no cap on burst nodes (the bound has none: the comparison is of policies, not of the max_nodes
+    guard, which would bind on big traces)."""
     from burster.config import parse_config
 
     return parse_config({"pool": {"nodes": nodes, "gpus_per_node": GPUS_PER_NODE, "requeue": requeue,
                                   "order": order},
-                         "guards": {"max_nodes": MAX_BURST_NODES}}, "bench")
+                         "guards": {"max_nodes": MAX_BURST_NODES}, "policy": dict(policy)}, "burster bench --set")
 
 
 def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
@@ -157,7 +160,7 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
 
     w = setting.window
     trace = cached_trace(w.path, w.fmt)
-    config = bench_config(setting.nodes, sources.requeue, sources.order)
+    config = bench_config(setting.nodes, sources.requeue, sources.order, sources.policy)
     sim = build_simulation(config, trace, policy=policy, seed=setting.seed, prices=sources.prices,
                            spot_dir=sources.spot, days=w.days, start_day=w.start_day,
                            estimate_error=sources.estimate_error, estimate_bias=sources.estimate_bias)
@@ -176,6 +179,7 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
     summary["spot_source"] = sim.spot_source
     summary["estimate_error"] = sources.estimate_error
     summary["estimate_bias"] = sources.estimate_bias
+    summary["policy_settings"] = dict(sources.policy)
     summary["pool_order"] = sources.order
     spend: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for e in sim.reconciler.state.ledger:
@@ -239,7 +243,7 @@ SUMMARY_EXTRAS = ("cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_bu
                   "jobs_never_started",
                   "preemptions", "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours",
                   "stranded_gpu_hours", "launches", "onprem_utilization", "estimate_error", "estimate_bias",
-                  "pool_order", "spot_source")
+                  "policy_settings", "pool_order", "spot_source")
 
 
 def ratio_to_bound(cloud_usd: float, lower_usd: float | None) -> float | None:

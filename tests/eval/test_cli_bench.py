@@ -23,7 +23,7 @@ ISSUE_KEYS = {"trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s",
 EXTRAS = {"cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses", "preemptions",
           "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours", "stranded_gpu_hours",
           "upper_bound_cloud_gpu_hours", "launches", "onprem_utilization", "ratio_to_lower_bound", "captured_savings",
-          "bound_status", "window", "estimate_error", "estimate_bias", "pool_order", "spot_source",
+          "bound_status", "window", "estimate_error", "estimate_bias", "policy_settings", "pool_order", "spot_source",
           "jobs_never_started"}
 
 
@@ -150,6 +150,28 @@ def test_wrong_runtime_estimates_reach_the_arms_but_not_the_bounds(tmp_path: Pat
     long = {r["policy"]: r for r in json.loads(capsys.readouterr().out)}
     assert {r["estimate_bias"] for r in long.values()} == {3.0} and exact["estimate_bias"] == 1.0
     assert long["burster"]["lower_bound_usd"] == exact["lower_bound_usd"]
+
+
+def test_policy_settings_reach_every_arm_and_bad_ones_stop_before_any(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    argv = ["bench", "--trace", str(trace), "--policies", "burster", "--pool-nodes", "1", "--seeds", "0", "--json"]
+    assert main(argv) == 0
+    (default,) = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--set", "policy.defer_to_budget=false", "--set", "policy.standby_window_s=1800"]) == 0
+    (changed,) = json.loads(capsys.readouterr().out)
+    assert default["policy_settings"] == {}
+    assert changed["policy_settings"] == {"defer_to_budget": False, "standby_window_s": 1800}
+    assert (changed["cloud_usd"], changed["wait_p95_s"]) != (default["cloud_usd"], default["wait_p95_s"])
+    assert changed["lower_bound_usd"] == default["lower_bound_usd"]
+    for bad, says in (("policy.standby=maybe", "policy.standby: Input should be a valid boolean"),
+                      ("policy.nope=1", "policy.nope: unknown key"),
+                      ("standby=true", "--set takes policy.KEY=VALUE"),
+                      ("policy.name=on-demand", "--policies"),
+                      ("policy.standby_window_s=5", "greater than or equal to 60")):
+        assert main([*argv, "--set", bad]) == 2
+        cap = capsys.readouterr()
+        assert says in cap.err and cap.out == ""
 
 
 def test_a_job_no_pool_or_offering_can_run_fails_before_any_arm(tmp_path: Path,
