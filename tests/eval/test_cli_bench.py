@@ -9,6 +9,7 @@ import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,19 +136,28 @@ def test_pool_sweep_sizes_from_the_offered_load(tmp_path: Path, capsys: pytest.C
     assert sizes == [8 * n for n in dict.fromkeys([math.ceil(load / 0.9 / 8), math.ceil(load / 0.75 / 8)])]
 
 
+def one_setting(trace: Path, *extra: str) -> list[str]:
+    """bench argv for Burster alone on ``trace``: one pool size, seed 0, JSON; ``extra`` appended."""
+    return ["bench", "--trace", str(trace), "--policies", "burster", "--pool-nodes", "1", "--seeds", "0", "--json",
+            *extra]
+
+
+def records_of(capsys: pytest.CaptureFixture[str], argv: list[str]) -> list[dict[str, Any]]:
+    assert main(argv) == 0
+    out: list[dict[str, Any]] = json.loads(capsys.readouterr().out)
+    return out
+
+
 def test_wrong_runtime_estimates_reach_the_arms_but_not_the_bounds(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     trace = write_trace(tmp_path)
-    argv = ["bench", "--trace", str(trace), "--policies", "burster", "--pool-nodes", "1", "--seeds", "0", "--json"]
-    assert main(argv) == 0
-    (exact,) = json.loads(capsys.readouterr().out)
-    assert main([*argv, "--estimate-error", "1.0"]) == 0
-    (noisy,) = json.loads(capsys.readouterr().out)
+    (exact,) = records_of(capsys, one_setting(trace))
+    (noisy,) = records_of(capsys, one_setting(trace, "--estimate-error", "1.0"))
     assert (exact["estimate_error"], noisy["estimate_error"]) == (0.0, 1.0)
     assert noisy["lower_bound_usd"] == exact["lower_bound_usd"]  # the bracket knows the true runtimes
     assert (noisy["cloud_usd"], noisy["wait_p95_s"]) != (exact["cloud_usd"], exact["wait_p95_s"])
-    assert main([*argv, "--estimate-bias", "3", "--policies", "burster,uniform-progress"]) == 0
-    long = {r["policy"]: r for r in json.loads(capsys.readouterr().out)}
+    long = {r["policy"]: r for r in records_of(capsys, one_setting(trace, "--estimate-bias", "3", "--policies",
+                                                                    "burster,uniform-progress"))}
     assert {r["estimate_bias"] for r in long.values()} == {3.0} and exact["estimate_bias"] == 1.0
     assert long["burster"]["lower_bound_usd"] == exact["lower_bound_usd"]
 
@@ -155,11 +165,9 @@ def test_wrong_runtime_estimates_reach_the_arms_but_not_the_bounds(tmp_path: Pat
 def test_policy_settings_reach_every_arm_and_bad_ones_stop_before_any(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     trace = write_trace(tmp_path)
-    argv = ["bench", "--trace", str(trace), "--policies", "burster", "--pool-nodes", "1", "--seeds", "0", "--json"]
-    assert main(argv) == 0
-    (default,) = json.loads(capsys.readouterr().out)
-    assert main([*argv, "--set", "policy.defer_to_budget=false", "--set", "policy.standby_window_s=1800"]) == 0
-    (changed,) = json.loads(capsys.readouterr().out)
+    (default,) = records_of(capsys, one_setting(trace))
+    (changed,) = records_of(capsys, one_setting(trace, "--set", "policy.defer_to_budget=false",
+                                                "--set", "policy.standby_window_s=1800"))
     assert default["policy_settings"] == {}
     assert changed["policy_settings"] == {"defer_to_budget": False, "standby_window_s": 1800}
     assert (changed["cloud_usd"], changed["wait_p95_s"]) != (default["cloud_usd"], default["wait_p95_s"])
@@ -169,7 +177,7 @@ def test_policy_settings_reach_every_arm_and_bad_ones_stop_before_any(tmp_path: 
                       ("standby=true", "--set takes policy.KEY=VALUE"),
                       ("policy.name=on-demand", "--policies"),
                       ("policy.standby_window_s=5", "greater than or equal to 60")):
-        assert main([*argv, "--set", bad]) == 2
+        assert main(one_setting(trace, "--set", bad)) == 2
         cap = capsys.readouterr()
         assert says in cap.err and cap.out == ""
 
