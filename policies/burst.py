@@ -31,7 +31,7 @@ from policies.cost import CostModel
 from policies.estimates import estimate_scale
 from policies.offers import ANY, OfferBook, offer_book
 from policies.queue import ReservedQueue, held_by_job
-from policies.standby import Standby, prewarm, stock_launches
+from policies.standby import USABLE, Standby, free_nodes, live_jobs, prewarm, stock_launches
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,13 +136,8 @@ def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, boo
 class _IdleCapacity:
     """Idle and incoming burst nodes that pending jobs can use before anything new is launched."""
 
-    def __init__(self, nodes: tuple[Node, ...], live_jobs: frozenset[str]) -> None:
-        # a node launched for a job that is no longer pending or running (it finished) is anyone's
-        self.free: list[Node] = sorted(
-            (n for n in nodes if not n.busy and not n.exclusive and (n.for_job is None or n.for_job not in live_jobs)
-             and n.state.value in _USABLE),
-            key=lambda n: (n.offering.price_per_hour_usd, n.node_id),
-        )
+    def __init__(self, nodes: tuple[Node, ...], live: frozenset[str]) -> None:
+        self.free: list[Node] = free_nodes(nodes, live, exclusive=False)  # the pool gives these to any job
 
     def take(self, job: Demand) -> list[Node] | None:
         if job.nodes > 1 or not self.free:
@@ -153,8 +148,6 @@ class _IdleCapacity:
                 return [self.free.pop(i)]
         return None
 
-
-_USABLE = {"launching", "joining", "ready"}
 
 
 class _Room:
@@ -193,10 +186,10 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     now = snapshot.now
     queue = queue or ReservedQueue(now, snapshot.pool_nodes, snapshot.running)
     book = offer_book(snapshot, cost)
-    live = frozenset(j.job_id for j in snapshot.pending) | {p.job.job_id for p in snapshot.running}
+    live = live_jobs(snapshot)
     idle = _IdleCapacity(snapshot.cloud_nodes, live)
     room = _Room(snapshot, queue)
-    served = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and n.state.value in _USABLE}
+    served = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and n.state.value in USABLE}
     served |= incoming
     held = held_by_job(snapshot.pool_nodes)
     scale = estimate_scale(snapshot.runtime_ratios, params.defer_quantile) if params.defer_to_budget else 1.0

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -38,7 +38,7 @@ from policies.offers import OfferBook, offer_book
 from policies.queue import ReservedQueue
 
 Shape = tuple[str, int]  # (GPU model, GPUs per node)
-_USABLE = frozenset({"launching", "joining", "ready"})
+USABLE = frozenset({"launching", "joining", "ready"})  # node states that can take a job now or on joining
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +97,24 @@ def _most_within(times: list[float], span_s: float) -> int:
     return best
 
 
+def live_jobs(snapshot: Snapshot) -> frozenset[str]:
+    """Ids of the jobs pending or running."""
+    return frozenset(j.job_id for j in snapshot.pending) | {p.job.job_id for p in snapshot.running}
+
+
+def free_nodes(nodes: Iterable[Node], live: frozenset[str], *, exclusive: bool) -> list[Node]:
+    """Nodes of one kind (exclusive or not) up or booting with no job, cheapest first; a node launched
+    for a job that is no longer pending or running (it finished) is free, one for a live job is not."""
+    return sorted((n for n in nodes if n.exclusive is exclusive and not n.busy and n.state.value in USABLE
+                   and (n.for_job is None or n.for_job not in live)),
+                  key=lambda n: (n.offering.price_per_hour_usd, n.node_id))
+
+
 def free_exclusive(snapshot: Snapshot) -> list[Node]:
     """Exclusive nodes up or booting with no job and none of their own waiting, cheapest first."""
     if not any(n.exclusive and not n.busy for n in snapshot.cloud_nodes):
         return []
-    live = {j.job_id for j in snapshot.pending} | {p.job.job_id for p in snapshot.running}
-    return sorted((n for n in snapshot.cloud_nodes if n.exclusive and not n.busy and n.state.value in _USABLE
-                   and (n.for_job is None or n.for_job not in live)),
-                  key=lambda n: (n.offering.price_per_hour_usd, n.node_id))
+    return free_nodes(snapshot.cloud_nodes, live_jobs(snapshot), exclusive=True)
 
 
 def standby(snapshot: Snapshot, cost: CostModel, params: StandbyParams) -> Standby:
