@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from burster.errors import InputError
-from burster.model import Demand, Market, Offering
+from burster.model import Demand, JobClass, Market, Offering
 from providers.sim.cloud import NOTICE_S
 from providers.sim.spot import SpotSeries, series_for
 
@@ -21,6 +21,17 @@ from providers.sim.spot import SpotSeries, series_for
 def default_wait_budget_s(job: Demand) -> float:
     """The issue's p95 wait target for one job: max(600 s, a quarter of its runtime)."""
     return max(600.0, 0.25 * job.est_runtime_s)
+
+
+def bracket_wait_budget_s(job: Demand) -> float:
+    """The wait budget the bracket holds a job to: the p95 target's, and for a strict-deadline job no
+    more than its deadline slack (deadline - submission - runtime, at least 0), since the policies are
+    held to zero hard misses: a schedule that starts a strict job later misses its deadline."""
+    budget = default_wait_budget_s(job)
+    if job.job_class is JobClass.STRICT and job.deadline is not None:
+        slack = (job.deadline - job.submitted_at).total_seconds() - job.remaining_s
+        budget = min(budget, max(0.0, slack))
+    return budget
 
 
 @dataclass(frozen=True)
@@ -95,7 +106,7 @@ class Instance:
 
 def build_instance(jobs: Sequence[Demand], *, start: datetime, pool_gpus: int, pool_model: str,
                    offerings: Sequence[Offering], series: Sequence[SpotSeries], slot_s: float = 300.0,
-                   wait_budget: Callable[[Demand], float] = default_wait_budget_s) -> Instance:
+                   wait_budget: Callable[[Demand], float] = bracket_wait_budget_s) -> Instance:
     """The evaluation instance of ``jobs`` replayed from ``start`` (jobs with no GPU model get ``pool_model``)."""
     if slot_s <= 0:
         raise InputError(f"slot_s must be > 0 seconds, got {slot_s}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,10 +19,10 @@ from burster.errors import InputError
 from burster.eval.bound import bracket, lower_bound, lower_bound_usd
 from burster.eval.clairvoyant import schedule
 from burster.eval.fluid import slot_up_mask
-from burster.eval.instance import build_instance, default_wait_budget_s, with_budgets
+from burster.eval.instance import bracket_wait_budget_s, build_instance, default_wait_budget_s, with_budgets
 from burster.eval.lpguide import lp_guide
 from burster.eval.verify import problems
-from burster.model import Demand, Market, Offering
+from burster.model import Demand, JobClass, Market, Offering
 from burster.sim.engine import run
 from burster.traces import Trace
 from providers.sim.spot import load_series_path
@@ -57,6 +59,21 @@ def test_two_jobs_share_one_reserved_gpu() -> None:
     assert b.upper_usd == pytest.approx(2.0 * 3000 / 3600)
     assert b.width == pytest.approx(0.0, abs=1e-9)
     assert sum(a.usd for a in schedule(inst, migrate=False)) == pytest.approx(2.0)
+
+
+def test_a_strict_deadline_shortens_the_wait_budget() -> None:
+    """One reserved GPU. a: 10 min from 0; b: 1 h from 0, deadline 65 min (5 min of slack, under its 15-min
+    budget). Waiting 10 min for a to finish would make b late: it runs on the cloud until a leaves the
+    pool (5 min: its slack), $1/6 at $2/GPU-h, both bounds. A soft deadline may be missed: b waits, $0."""
+    a = job("a", 0, 1, 600)
+    b = replace(job("b", 0, 1, 3600), deadline=START + timedelta(seconds=3900), job_class=JobClass.STRICT)
+    assert bracket_wait_budget_s(b) == 300.0 and default_wait_budget_s(b) == 900.0
+    strict = bracket(instance([a, b], [OD], pool_gpus=1))
+    assert (strict.lower_usd, strict.upper_usd) == (pytest.approx(2.0 * 300 / 3600), pytest.approx(2.0 * 300 / 3600))
+    soft = bracket(instance([a, replace(b, job_class=JobClass.SOFT)], [OD], pool_gpus=1))
+    assert (soft.lower_usd, soft.upper_usd) == (0.0, 0.0)
+    late = replace(b, deadline=START + timedelta(seconds=3000))  # already late at arrival: no wait at all
+    assert bracket_wait_budget_s(late) == 0.0
 
 
 def test_spot_while_up_then_on_demand() -> None:
