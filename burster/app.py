@@ -76,6 +76,7 @@ def _burster(config: BursterConfig, cost: CostModel) -> Policy:
         preempt_onprem=p.preempt_onprem,
         correct_estimates=p.correct_estimates,
         exclusive_nodes=p.exclusive_nodes,
+        risk_switch=p.risk_switch,
         standby=StandbyParams(enabled=p.standby, window_s=p.standby_window_s),
     ))
 

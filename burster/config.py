@@ -71,6 +71,7 @@ class PolicyConfig(_Section):
     defer_quantile: float = Field(default=0.05, ge=0, le=1)
     correct_estimates: bool = True
     exclusive_nodes: bool = False
+    risk_switch: bool = True
     standby: bool = False
     standby_window_s: float = Field(default=900.0, ge=60, le=86_400)
 

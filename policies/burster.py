@@ -33,6 +33,8 @@ class BursterParams:
     exclusive_nodes: bool = False
     # nodes launched ahead of the bursts, to be handed out (policies/standby.py; off by default)
     standby: StandbyParams = field(default_factory=lambda: StandbyParams(enabled=False))
+    # move a deadline job off a spot node whose interruption risk costs more than on-demand (policies/deadline.py)
+    risk_switch: bool = True
 
 
 class BursterPolicy:
@@ -53,7 +55,7 @@ class BursterPolicy:
         stopping = enforce_budget(snapshot, p.guards, p.reclaim.tick_s)
         actions += stopping
         actions += handle_interruptions(snapshot)
-        actions += switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s)
+        actions += switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s, price_risk=p.risk_switch)
         wakes: list[datetime] = []
         warm = standby(snapshot, self.cost, p.standby)
         if warm.next_change is not None:

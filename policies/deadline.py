@@ -15,10 +15,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import JobClass, Market, Node, Placement, Snapshot
+from burster.model import Demand, JobClass, Market, Node, Offering, Placement, Snapshot
 from burster.plan import Action, Checkpoint, Launch, Terminate, request_id
 from policies.cost import CostModel
-from policies.offers import ON_DEMAND_ONLY, offer_book
+from policies.offers import ON_DEMAND_ONLY, OfferBook, offer_book
 
 
 def handle_interruptions(snapshot: Snapshot) -> list[Action]:
@@ -40,34 +40,58 @@ def handle_interruptions(snapshot: Snapshot) -> list[Action]:
     return out
 
 
-def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float) -> list[Action]:
+def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float, *,
+                           price_risk: bool = False) -> list[Action]:
     """Uniform Progress switches, made before the break: on-demand nodes are launched for a deadline
     job on spot that fell behind while it keeps running; once all of them are up, the job is
     checkpointed and the pool restarts it on them (a node launched for a job is that job's). With
-    no on-demand offering launchable, the job is checkpointed at once and requeued."""
+    no on-demand offering launchable, the job is checkpointed at once and requeued.
+
+    ``price_risk``: also switch a job that is not behind but whose spot run risks its deadline more
+    than moving costs: its expected miss $ there (``CostModel.deadline_risk_usd``: an interruption
+    that loses more unsaved work than its slack) above the extra $ of running on on-demand after a
+    changeover, both priced on the placement's whole run (so the answer does not change while it
+    runs). The burst rule never launches such a run, but the pool may start a deadline job on an
+    idle spot node by itself; such a switch needs an on-demand offering (no requeue)."""
     noticed = {i.node_id for i in snapshot.interruptions}
     noticed |= {n.node_id for n in snapshot.cloud_nodes if n.state is not NodeState.READY}
     changeover = cost.p.restart_overhead_s + cost.p.checkpoint_write_s  # the job runs while its nodes boot
     out: list[Action] = []
     launched: dict[str, list[Node]] | None = None
+    book: OfferBook | None = None
+    offering_of = {n.node_id: n.offering for n in snapshot.cloud_nodes} if price_risk else {}
     for p in sorted(snapshot.running, key=lambda p: p.job.job_id):
         job = p.job
         if not p.on_cloud or p.market is not Market.SPOT or job.deadline is None:
             continue
         if job.job_class is JobClass.BEST_EFFORT or any(n in noticed for n in p.node_ids):
             continue
-        slack = (job.deadline - snapshot.now).total_seconds() - p.remaining_s(snapshot.now)
-        if slack >= changeover + margin_s or p.remaining_s(snapshot.now) <= changeover:
+        left_s = p.remaining_s(snapshot.now)
+        slack = (job.deadline - snapshot.now).total_seconds() - left_s
+        if left_s <= changeover:
             continue
+        target = None
+        if slack >= changeover + margin_s:
+            if not price_risk or (spot := offering_of.get(p.node_ids[0])) is None:
+                continue
+            book = book or offer_book(snapshot, cost)
+            target = book.best(job, ON_DEMAND_ONLY)
+            # priced on the placement's whole run: the same answer at every pass (slack is constant while it runs)
+            why = None if target is None else _risk_reason(job, spot, target, slack, job.remaining_s, changeover, cost)
+            if why is None:
+                continue
+        else:
+            why = (f"job {job.job_id} on spot has {slack:.0f}s slack < changeover {changeover:.0f}s "
+                   f"+ margin {margin_s:.0f}s")
         if launched is None:
             launched = launched_for_running(snapshot)
-        why = f"job {job.job_id} on spot has {slack:.0f}s slack < changeover {changeover:.0f}s + margin {margin_s:.0f}s"
         mine = launched.get(job.job_id)
         if mine is not None:
             if all(n.state is NodeState.READY for n in mine):
                 out += _checkpoints(p, snapshot, cost, f"{why}: its on-demand nodes are up, move it there")
             continue  # its nodes are booting (or being moved onto): wait for them
-        target = offer_book(snapshot, cost).best(job, ON_DEMAND_ONLY)
+        book = book or offer_book(snapshot, cost)
+        target = target or book.best(job, ON_DEMAND_ONLY)
         if target is None:
             out += _checkpoints(p, snapshot, cost, f"{why}: no on-demand offering launchable, checkpoint and requeue")
             continue
@@ -80,6 +104,21 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float)
             est_hours=(p.remaining_s(snapshot.now) + cost.p.launch_latency_s) / 3600.0,
         ))
     return out
+
+
+def _risk_reason(job: Demand, spot: Offering, target: Offering, slack_s: float, left_s: float, changeover_s: float,
+                 cost: CostModel) -> str | None:
+    """Why ``job`` (``left_s`` of work, ``slack_s`` ahead) should leave ``spot`` for on-demand ``target``
+    although it is not behind, or None: staying risks more deadline-miss $ than the move costs."""
+    risk = cost.deadline_risk_usd(job, spot, slack_s, work_s=left_s)
+    if risk <= 0.0 or slack_s < changeover_s:
+        return None
+    extra = cost.job_cost_usd(job, target, work_s=left_s + changeover_s) - cost.job_cost_usd(job, spot, work_s=left_s)
+    if risk <= extra:
+        return None
+    return (f"job {job.job_id} on spot {spot.key} risks its deadline: an interruption there would lose more "
+            f"unsaved work than its {slack_s:.0f}s slack (expected miss ${risk:.2f} > ${extra:.2f} "
+            f"to move to on-demand)")
 
 
 def _checkpoints(p: Placement, snapshot: Snapshot, cost: CostModel, reason: str) -> list[Action]:

@@ -105,6 +105,10 @@ def test_exclusive_nodes_and_standby_are_off_by_default_reach_the_policy_and_are
     assert isinstance(default, BursterPolicy)
     assert not default.params.exclusive_nodes and not default.params.standby.enabled
     assert (BursterPolicy().params.exclusive_nodes, BursterPolicy().params.standby.enabled) == (False, False)
+    assert default.params.risk_switch and BursterPolicy().params.risk_switch
+    off = parse_config({"policy": {"risk_switch": False}})
+    no_risk = build_policy("burster", off, cost_model(off))
+    assert isinstance(no_risk, BursterPolicy) and not no_risk.params.risk_switch
     cfg = parse_config({"policy": {"exclusive_nodes": True, "standby": True, "standby_window_s": 1800}})
     policy = build_policy("burster", cfg, cost_model(cfg))
     assert isinstance(policy, BursterPolicy) and policy.params.exclusive_nodes

@@ -53,3 +53,31 @@ def test_it_waits_for_its_nodes_and_moves_once_all_are_up() -> None:
 def test_with_no_on_demand_launchable_it_checkpoints_and_requeues_at_once() -> None:
     (cp,) = switch_behind_schedule(snapshot(1000, offerings=(SPOT,)), COST, MARGIN)
     assert isinstance(cp, Checkpoint) and "no on-demand offering launchable" in cp.reason
+
+
+RISKY = CostModel(CostParams(restart_overhead_s=300, launch_latency_s=180, checkpoint_write_s=60,
+                             spot_interruptions_per_hour=0.5))
+
+
+def started_on_spot(job_class: JobClass = JobClass.STRICT, offering: Offering = SPOT) -> Snapshot:
+    """A 34-min job the pool just started on an idle spot node, 1500 s of slack (not behind)."""
+    job = Demand("dl", 1, NOW, 2040.0, gpu_model="V100", job_class=job_class,
+                 deadline=NOW + timedelta(seconds=2040 + 1500))
+    p = Placement(job, ("spot-1",), NOW, True, Market.SPOT, offering.price_per_hour_usd)
+    node = Node("spot-1", offering, NodeState.READY, NOW - timedelta(hours=1), "rq", job_id="dl", for_job="s0")
+    return Snapshot(NOW, (), (p,), (), (node,), (offering, OD))
+
+
+def test_a_run_whose_interruption_risk_costs_more_than_on_demand_moves_there() -> None:
+    (launch,) = switch_behind_schedule(started_on_spot(), RISKY, MARGIN, price_risk=True)
+    assert isinstance(launch, Launch) and (launch.offering, launch.job_id) == (OD, "dl")
+    assert "risks its deadline" in launch.reason and "expected miss $" in launch.reason
+    assert switch_behind_schedule(started_on_spot(), RISKY, MARGIN) == []  # the rule is opt-in here
+
+
+def test_no_risk_move_when_the_risk_is_cheap_or_a_notice_saves_the_work() -> None:
+    calm = CostModel(replace(RISKY.p, spot_interruptions_per_hour=0.001))
+    assert switch_behind_schedule(started_on_spot(), calm, MARGIN, price_risk=True) == []
+    aws_spot = Offering("aws", "us-east-1", "use1-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
+    assert switch_behind_schedule(started_on_spot(offering=aws_spot), RISKY, MARGIN, price_risk=True) == []
+    assert switch_behind_schedule(started_on_spot(JobClass.BEST_EFFORT), RISKY, MARGIN, price_risk=True) == []

@@ -1,0 +1,62 @@
+"""A deadline job the pool starts on a risky idle spot node moves to on-demand before an interruption
+would cost it its deadline (``BursterParams.risk_switch``, policies/deadline.py).
+
+Two short jobs burst onto Azure spot (30 s notice: too short for a checkpoint) and finish; their nodes
+sit idle. A strict job (34 min of work, 25 min of slack: above changeover + margin, so not behind)
+arrives and the pool starts it on an idle spot node at once. An interruption before its first
+periodic checkpoint would lose more work than its slack, and the pool is interrupted at 0.5 per hour:
+the expected miss costs more than on-demand, so it moves there, and the spot pool's drop at 40 min
+finds it gone. Without the rule it is on spot when the drop comes, loses 26 minutes and misses.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from burster.clock import FakeClock
+from burster.model import Demand, JobClass, Market, Offering
+from burster.reconciler import Reconciler
+from burster.sim.engine import run
+from policies.burster import BursterParams, BursterPolicy
+from policies.cost import CostModel, CostParams
+from providers.sim.spot import SpotSeries
+from providers.sim.world import SimWorld
+
+T0 = datetime(2026, 1, 5, tzinfo=UTC)
+SPOT = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.9)
+OD = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
+DROPS_AT_40_MIN = SpotSeries("azure-drop-40", "azure", "V100", 600.0, (1,) * 4 + (0,) * 2 + (1,) * 30)
+
+
+def simulate(params: BursterParams) -> tuple[SimWorld, Reconciler, list[str]]:
+    clock = FakeClock(T0)
+    arrives = T0 + timedelta(minutes=14)
+    job = Demand("dl", 1, arrives, 2040.0, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=arrives + timedelta(seconds=2040 + 1500))
+    short = [Demand(f"s{i}", 1, T0, 600.0, gpu_model="V100") for i in range(2)]
+    world = SimWorld(clock=clock, jobs=[*short, job], offerings=[SPOT, OD], providers=["azure", "aws"],
+                     pool_nodes=0, gpus_per_node=8, gpu_model="V100", series=[DROPS_AT_40_MIN])
+    policy = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.5)), params)
+    rec = Reconciler(providers=world.clouds, pool=world.pool, policy=policy, clock=clock)
+    decisions: list[str] = []
+    run(world, rec, clock, tick_s=10.0, end=T0 + timedelta(hours=4),
+        on_pass=lambda r: decisions.extend(r.plan.explain()))
+    return world, rec, decisions
+
+
+def test_a_strict_job_on_a_risky_idle_spot_node_moves_to_on_demand_and_meets_its_deadline() -> None:
+    world, rec, decisions = simulate(BursterParams())
+    m = world.pool.metrics
+    assert m.finished_jobs == 3 and m.hard_deadline_misses == 0 and m.preemptions == 0
+    risky = [d for d in decisions if "job dl on spot azure/eastus/Standard_NC6s_v3/spot risks its deadline" in d]
+    assert any("launch 1 x aws/" in d for d in risky)
+    assert any("its on-demand nodes are up" in d for d in risky)
+    on_demand = [e for e in rec.state.ledger if e.market == "on_demand"]
+    assert len(on_demand) == 1
+
+
+def test_without_the_rule_the_interruption_costs_it_its_deadline() -> None:
+    world, _, decisions = simulate(BursterParams(risk_switch=False))
+    m = world.pool.metrics
+    assert m.finished_jobs == 3 and m.preemptions == 1 and m.hard_deadline_misses == 1
+    assert not any("risks its deadline" in d for d in decisions)
