@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 
 from burster.lifecycle import NodeState
@@ -76,8 +77,10 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
                 continue
             book = book or offer_book(snapshot, cost)
             target = book.best(job, ON_DEMAND_ONLY)
-            # priced on the placement's whole run: the same answer at every pass (slack is constant while it runs)
-            why = None if target is None else _risk_reason(job, spot, target, slack, job.remaining_s, changeover, cost)
+            # priced on the placement's whole run and its slack, both fixed while it runs: the same answer
+            # at every pass (memoized), and no float drift from the clock
+            run_slack = job.deadline.timestamp() - p.ends_at_ts
+            why = None if target is None else _risk_reason(job, spot, target, run_slack, changeover, cost)
             if why is None:
                 continue
         else:
@@ -106,14 +109,15 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
     return out
 
 
-def _risk_reason(job: Demand, spot: Offering, target: Offering, slack_s: float, left_s: float, changeover_s: float,
+@functools.lru_cache(maxsize=4096)
+def _risk_reason(job: Demand, spot: Offering, target: Offering, slack_s: float, changeover_s: float,
                  cost: CostModel) -> str | None:
-    """Why ``job`` (``left_s`` of work, ``slack_s`` ahead) should leave ``spot`` for on-demand ``target``
+    """Why ``job`` (its placement's run, ``slack_s`` ahead) should leave ``spot`` for on-demand ``target``
     although it is not behind, or None: staying risks more deadline-miss $ than the move costs."""
-    risk = cost.deadline_risk_usd(job, spot, slack_s, work_s=left_s)
+    risk = cost.deadline_risk_usd(job, spot, slack_s)
     if risk <= 0.0 or slack_s < changeover_s:
         return None
-    extra = cost.job_cost_usd(job, target, work_s=left_s + changeover_s) - cost.job_cost_usd(job, spot, work_s=left_s)
+    extra = cost.job_cost_usd(job, target, work_s=job.remaining_s + changeover_s) - cost.job_cost_usd(job, spot)
     if risk <= extra:
         return None
     return (f"job {job.job_id} on spot {spot.key} risks its deadline: an interruption there would lose more "
