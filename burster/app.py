@@ -43,6 +43,7 @@ def cost_model(config: BursterConfig, rates: dict[str, float] | None = None) -> 
         onprem_usd_per_gpu_hour=c.onprem_usd_per_gpu_hour, restart_overhead_s=c.restart_overhead_s,
         wait_value_usd_per_gpu_hour=c.wait_value_usd_per_gpu_hour, deadline_miss_usd=c.deadline_miss_usd,
         spot_interruptions_per_hour=c.spot_interruptions_per_hour, launch_latency_s=c.launch_latency_s,
+        launch_latency_sigma=c.launch_latency_sigma,
         interruption_rates=rates or {}, checkpoint_write_s=c.checkpoint_write_s,
         interruption_notice_s=dict(c.interruption_notice_s),
     ))

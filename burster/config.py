@@ -43,6 +43,7 @@ class CostConfig(_Section):
     deadline_miss_usd: float = Field(default=500.0, ge=0)
     spot_interruptions_per_hour: float = Field(default=0.05, ge=0, le=10)
     launch_latency_s: float = Field(default=180.0, ge=0, le=3600)
+    launch_latency_sigma: float = Field(default=0.25, ge=0, le=2)
     checkpoint_write_s: float = Field(default=60.0, ge=0, le=3600)
     interruption_notice_s: dict[str, Annotated[float, Field(ge=0, le=3600)]] = Field(
         default_factory=lambda: {"aws": 120.0, "gcp": 30.0, "azure": 30.0})

@@ -46,6 +46,8 @@ class CostParams:
     deadline_miss_usd: float = 500.0
     spot_interruptions_per_hour: float = 0.05
     launch_latency_s: float = 180.0
+    # spread of boot + join times: the log-normal sigma around launch_latency_s (0: every boot takes exactly that)
+    launch_latency_sigma: float = 0.25
     # interruptions per hour by offering key or zone, e.g. measured from spot traces
     interruption_rates: Mapping[str, float] = field(default_factory=dict)
     # seconds a job needs to write a checkpoint when signalled
@@ -148,6 +150,23 @@ class CostModel:
         rate = self.nodes_for(job, offering) * self.interruption_rate(offering)
         p_miss = 1.0 - math.exp(-rate * exposed / 3600.0)
         return p_miss * self.p.deadline_miss_usd * (1.0 if job.job_class is JobClass.STRICT else 0.25)
+
+    def boot_miss_usd(self, job: Demand, now: datetime) -> float:
+        """Expected deadline-miss $ of starting ``job`` on a node launched now: the chance that the boot
+        and join (log-normal around ``launch_latency_s``, sigma ``launch_latency_sigma``) outlast the
+        time its deadline leaves before it must start. 0 without a hard/soft deadline, or when even an
+        immediate start would be late (the launch does not cause that miss)."""
+        if job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
+            return 0.0
+        start_by_s = (job.deadline - now).total_seconds() - job.remaining_s
+        latency, sigma = self.p.launch_latency_s, self.p.launch_latency_sigma
+        if start_by_s <= 0.0 or latency <= 0.0:
+            return 0.0
+        if sigma <= 0.0:
+            p_late = 1.0 if latency > start_by_s else 0.0
+        else:
+            p_late = 0.5 * math.erfc(math.log(start_by_s / latency) / (sigma * math.sqrt(2.0)))
+        return p_late * self.p.deadline_miss_usd * (1.0 if job.job_class is JobClass.STRICT else 0.25)
 
     # --- waiting -------------------------------------------------------------------------------
     def wait_cost_usd(self, job: Demand, wait_s: float, now: datetime, *, deadline: bool = True) -> float:

@@ -34,11 +34,13 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     Hold (the job ends soon) or a Preempt plus a Hold; dearest launches first, each reserved job and
     node at most once."""
     pending = {j.job_id: j for j in snapshot.pending}
-    urgent = [(cost.job_cost_usd(pending[a.job_id], a.offering), a, pending[a.job_id]) for a in launches
+    now = snapshot.now
+    # a launch costs its expected bill plus the deadline it may miss while the node boots
+    urgent = [(cost.job_cost_usd(pending[a.job_id], a.offering) + cost.boot_miss_usd(pending[a.job_id], now), a,
+               pending[a.job_id]) for a in launches
               if a.job_id in pending and pending[a.job_id].nodes == 1 and a.offering.market is Market.ON_DEMAND]
     if not urgent:
         return list(launches), []
-    now = snapshot.now
     reserved = _Reserved(snapshot, protected, _Away(cost, params, offer_book(snapshot, cost), now))
     replaced: set[str] = set()
     actions: list[Action] = []

@@ -116,3 +116,11 @@ def test_exclusive_nodes_and_standby_are_off_by_default_reach_the_policy_and_are
     with pytest.raises(ConfigError) as info:
         parse_config({"policy": {"standby_window_s": 30}})
     assert "policy.standby_window_s" in str(info.value) and "greater than or equal to 60" in str(info.value)
+
+
+def test_boot_spread_reaches_the_cost_model_and_is_range_checked() -> None:
+    assert cost_model(parse_config({})).p.launch_latency_sigma == 0.25
+    assert cost_model(parse_config({"cost": {"launch_latency_sigma": 0}})).p.launch_latency_sigma == 0.0
+    with pytest.raises(ConfigError) as info:
+        parse_config({"cost": {"launch_latency_sigma": 3}})
+    assert "cost.launch_latency_sigma" in str(info.value) and "less than or equal to 2" in str(info.value)

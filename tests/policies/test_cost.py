@@ -134,3 +134,19 @@ def test_a_forecast_bill_prices_the_rounding_at_its_mean() -> None:
     azure = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.ON_DEMAND, 3.06)
     job = Demand("j", gpus=1, submitted_at=NOW, est_runtime_s=405)
     assert cost.job_cost_usd(job, azure) == pytest.approx(3.06 * 375 / 3600)
+
+
+def test_boot_miss_risk_from_the_boot_spread() -> None:
+    """Start within 240 s, boots log-normal around 180 s with sigma 0.25: P(late) = erfc(ln(4/3) /
+    (0.25 sqrt 2)) / 2 = 12.49 %, of a $500 strict miss; a quarter for a soft deadline; nothing
+    without a deadline, when even an immediate start is late, or with exact boots that fit."""
+    now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    job = Demand("d", 1, now, 1200.0, deadline=now + timedelta(seconds=1440), job_class=JobClass.STRICT)
+    cost = CostModel(CostParams(launch_latency_s=180.0, launch_latency_sigma=0.25, deadline_miss_usd=500.0))
+    assert cost.boot_miss_usd(job, now) == pytest.approx(500 * 0.12492, rel=1e-4)
+    assert cost.boot_miss_usd(replace(job, job_class=JobClass.SOFT), now) == pytest.approx(125 * 0.12492, rel=1e-4)
+    assert cost.boot_miss_usd(replace(job, job_class=JobClass.BEST_EFFORT), now) == 0.0
+    assert cost.boot_miss_usd(replace(job, deadline=now + timedelta(seconds=1100)), now) == 0.0
+    exact = CostModel(CostParams(launch_latency_s=180.0, launch_latency_sigma=0.0))
+    assert exact.boot_miss_usd(job, now) == 0.0
+    assert exact.boot_miss_usd(replace(job, deadline=now + timedelta(seconds=1300)), now) == 500.0

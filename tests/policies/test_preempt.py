@@ -154,3 +154,14 @@ def test_preempts_and_waits_keep_their_invariants(reserved: list[tuple[int, floa
         if not preempts:  # waiting for a job that ends before a boot would (within the microsecond
             # datetimes keep, a job ending in under 1 us is held for from now)
             assert NOW <= hold.start_at <= NOW + timedelta(seconds=COST.p.launch_latency_s)
+
+
+def test_a_boot_that_may_outlast_a_short_slack_makes_preempting_pay() -> None:
+    """The urgent job must start within 4 min; a boot takes 3 min at the median. With boots exactly
+    3 min long, its 20-min on-demand run is cheaper than sending a 2-GPU reserved job away; with their
+    spread (12.5 % of boots take over 4 min at sigma 0.25), the $500 miss it risks tips the swap."""
+    bulk = on_prem("bulk", 6, 600, deadline=NOW + timedelta(hours=11), job_class=JobClass.STRICT)
+    snap = snapshot(bulk, on_prem("k", 2, 600), pending=(urgent(slack_min=1.0, run_min=20.0),))
+    exact = CostModel(replace(COST.p, launch_latency_sigma=0.0))
+    assert kinds(BursterPolicy(exact, POLICY.params), snap) == [("launch", "urgent@on_demand")]
+    assert kinds(POLICY, snap) == [("preempt", "k"), ("hold", "urgent")]
