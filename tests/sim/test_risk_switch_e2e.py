@@ -11,37 +11,22 @@ finds it gone. Without the rule it is on spot when the drop comes, loses 26 minu
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
-from burster.clock import FakeClock
-from burster.model import Demand, JobClass, Market, Offering
+from burster.model import Market, Offering
 from burster.reconciler import Reconciler
-from burster.sim.engine import run
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
 from providers.sim.spot import SpotSeries
 from providers.sim.world import SimWorld
+from tests.sim.harness import strict_job_after_idle_spot
 
-T0 = datetime(2026, 1, 5, tzinfo=UTC)
 SPOT = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.9)
 OD = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
 DROPS_AT_40_MIN = SpotSeries("azure-drop-40", "azure", "V100", 600.0, (1,) * 4 + (0,) * 2 + (1,) * 30)
 
 
 def simulate(params: BursterParams) -> tuple[SimWorld, Reconciler, list[str]]:
-    clock = FakeClock(T0)
-    arrives = T0 + timedelta(minutes=14)
-    job = Demand("dl", 1, arrives, 2040.0, gpu_model="V100", job_class=JobClass.STRICT,
-                 deadline=arrives + timedelta(seconds=2040 + 1500))
-    short = [Demand(f"s{i}", 1, T0, 600.0, gpu_model="V100") for i in range(2)]
-    world = SimWorld(clock=clock, jobs=[*short, job], offerings=[SPOT, OD], providers=["azure", "aws"],
-                     pool_nodes=0, gpus_per_node=8, gpu_model="V100", series=[DROPS_AT_40_MIN])
     policy = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.5)), params)
-    rec = Reconciler(providers=world.clouds, pool=world.pool, policy=policy, clock=clock)
-    decisions: list[str] = []
-    run(world, rec, clock, tick_s=10.0, end=T0 + timedelta(hours=4),
-        on_pass=lambda r: decisions.extend(r.plan.explain()))
-    return world, rec, decisions
+    return strict_job_after_idle_spot(policy, [SPOT, OD], [DROPS_AT_40_MIN], runtime_s=2040.0, slack_s=1500.0)
 
 
 def test_a_strict_job_on_a_risky_idle_spot_node_moves_to_on_demand_and_meets_its_deadline() -> None:
