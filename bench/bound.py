@@ -68,7 +68,7 @@ def measure(count: int) -> dict[str, Any]:
     start = jobs[0].submitted_at.replace(hour=0, minute=0, second=0, microsecond=0)
     series, _ = spot_series(0)
     inst = build_instance(jobs, start=start, pool_gpus=pool_nodes(jobs) * 8, pool_model="V100",
-                          offerings=load_catalog(), series=series)
+                          offerings=load_catalog(), series=series, pool_node_gpus=8)
     b = bracket(inst)
     return {"trace": path.name, "jobs": len(jobs), "slots": b.slots, "block_slots": b.block_slots,
             "reserved_gpus": inst.reserved_gpus, "lower_usd": round(b.lower_usd, 2),

@@ -202,7 +202,7 @@ def run_bound(setting: Setting, sources: Sources) -> BoundResult:
     offerings = load_catalog(sources.prices) if sources.prices else load_catalog()
     series, _ = spot_series(setting.seed, sources.spot)
     instance = build_instance(jobs, start=start, pool_gpus=setting.pool_gpus, pool_model=config.pool.gpu_model,
-                              offerings=offerings, series=series, slot_s=300.0)
+                              offerings=offerings, series=series, slot_s=300.0, pool_node_gpus=GPUS_PER_NODE)
     try:
         b = bracket(instance)
     except Exception as err:  # a failed bound is reported beside the arms, not fatal to the suite

@@ -76,6 +76,9 @@ class Instance:
     slot_s: float
     # How long a spot node keeps running after its series drops (the interruption notice).
     notice_s: float = max(NOTICE_S.values())
+    # GPUs per reserved node: the clairvoyant schedule places a gang member's GPUs on one node, as the
+    # simulated pool does (0: the pool is one count of GPUs; the lower bound never looks at nodes)
+    node_gpus: int = 0
 
     @property
     def slots(self) -> int:
@@ -106,12 +109,16 @@ class Instance:
 
 def build_instance(jobs: Sequence[Demand], *, start: datetime, pool_gpus: int, pool_model: str,
                    offerings: Sequence[Offering], series: Sequence[SpotSeries], slot_s: float = 300.0,
-                   wait_budget: Callable[[Demand], float] = bracket_wait_budget_s) -> Instance:
-    """The evaluation instance of ``jobs`` replayed from ``start`` (jobs with no GPU model get ``pool_model``)."""
+                   wait_budget: Callable[[Demand], float] = bracket_wait_budget_s,
+                   pool_node_gpus: int = 0) -> Instance:
+    """The evaluation instance of ``jobs`` replayed from ``start`` (jobs with no GPU model get ``pool_model``;
+    ``pool_node_gpus``: GPUs per reserved node, 0 to treat the pool as one count of GPUs)."""
     if slot_s <= 0:
         raise InputError(f"slot_s must be > 0 seconds, got {slot_s}")
     if pool_gpus < 0:
         raise InputError(f"pool_gpus must be >= 0, got {pool_gpus}")
+    if pool_node_gpus < 0 or (pool_node_gpus and pool_gpus % pool_node_gpus):
+        raise InputError(f"pool_gpus ({pool_gpus}) must be whole nodes of pool_node_gpus ({pool_node_gpus}) GPUs")
     out = []
     for d in jobs:
         arrival = (d.submitted_at - start).total_seconds()
@@ -129,7 +136,7 @@ def build_instance(jobs: Sequence[Demand], *, start: datetime, pool_gpus: int, p
         if o.market is Market.SPOT and (s := series_for(o, series)) is not None:
             spot[o.key] = s
     horizon = max((j.due_s for j in out), default=slot_s)
-    return Instance(tuple(out), pool_gpus, pool_model, offers, spot, horizon, slot_s)
+    return Instance(tuple(out), pool_gpus, pool_model, offers, spot, horizon, slot_s, node_gpus=pool_node_gpus)
 
 
 def with_budgets(instance: Instance, budgets: Mapping[str, float]) -> Instance:
@@ -138,4 +145,4 @@ def with_budgets(instance: Instance, budgets: Mapping[str, float]) -> Instance:
                          budgets.get(j.job_id, j.wait_budget_s), j.nodes) for j in instance.jobs)
     horizon = max((j.due_s for j in jobs), default=instance.slot_s)
     return Instance(jobs, instance.reserved_gpus, instance.reserved_model, instance.offerings,
-                    instance.spot_series, horizon, instance.slot_s, instance.notice_s)
+                    instance.spot_series, horizon, instance.slot_s, instance.notice_s, instance.node_gpus)

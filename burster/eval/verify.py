@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from burster.eval.clairvoyant import RESERVED, Assignment
 from burster.eval.cloudplan import run_usd
-from burster.eval.instance import Instance
+from burster.eval.instance import EvalJob, Instance
 
 TOL_S = 1e-6
 
@@ -20,6 +20,7 @@ def problems(instance: Instance, schedule: Sequence[Assignment], boot_s: float =
     by_id = {a.job_id: a for a in schedule}
     offers = {o.key: o for o in instance.offerings}
     events: list[tuple[float, int]] = []
+    per_node: dict[int, list[tuple[float, int]]] = {}  # with ``instance.node_gpus``: each node's own events
     for job in instance.jobs:
         a = by_id.get(job.job_id)
         if a is None:
@@ -34,6 +35,7 @@ def problems(instance: Instance, schedule: Sequence[Assignment], boot_s: float =
             if job.gpu_model != instance.reserved_model:
                 out.append(f"{job.job_id}: {job.gpu_model} job on the {instance.reserved_model} pool")
             events += [(a.start_s, job.gpus), (a.end_s, -job.gpus)]
+            out += _on_nodes(instance, job, a, a.start_s, per_node)
             continue
         if a.where not in ("cloud", "moved"):
             out.append(f"{job.job_id}: placed nowhere")
@@ -45,6 +47,7 @@ def problems(instance: Instance, schedule: Sequence[Assignment], boot_s: float =
                 out.append(f"{job.job_id}: moves to the pool at {cloud_end}, outside ({a.start_s}, {a.end_s}) "
                            "or with a model the pool does not have")
             events += [(cloud_end, job.gpus), (a.end_s, -job.gpus)]
+            out += _on_nodes(instance, job, a, cloud_end, per_node)
         t, usd = a.start_s, 0.0
         for s, e, key in a.segments:
             o = offers.get(key)
@@ -67,4 +70,26 @@ def problems(instance: Instance, schedule: Sequence[Assignment], boot_s: float =
         if used > instance.reserved_gpus:
             out.append(f"reserved pool over-committed at {when}: {used} > {instance.reserved_gpus} GPUs")
             break
+    for node, node_events in sorted(per_node.items()):
+        used = 0
+        for when, delta in sorted(node_events, key=lambda e: (e[0], e[1])):
+            used += delta
+            if used > instance.node_gpus:
+                out.append(f"reserved node {node} over-committed at {when}: {used} > {instance.node_gpus} GPUs")
+                break
     return out
+
+
+def _on_nodes(instance: Instance, job: EvalJob, a: Assignment, from_s: float,
+              per_node: dict[int, list[tuple[float, int]]]) -> list[str]:
+    """With per-node capacity: the reserved part [from_s, end) on one distinct node per gang member,
+    recorded in ``per_node``; the problems found."""
+    if instance.node_gpus <= 0:
+        return []
+    nodes = instance.reserved_gpus // instance.node_gpus
+    if len(a.pool_nodes) != job.nodes or len(set(a.pool_nodes)) != job.nodes \
+            or any(not 0 <= n < nodes for n in a.pool_nodes):
+        return [f"{job.job_id}: on reserved nodes {a.pool_nodes}, not {job.nodes} distinct of the pool's {nodes}"]
+    for n in a.pool_nodes:
+        per_node.setdefault(n, []).extend([(from_s, job.gpus_per_node), (a.end_s, -job.gpus_per_node)])
+    return []

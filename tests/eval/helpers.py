@@ -29,9 +29,10 @@ def series(data: Sequence[int], gap_s: float = 300.0) -> SpotSeries:
 
 
 def instance(jobs: Sequence[Demand], offerings: Sequence[Offering], *, pool_gpus: int = 0,
-             spot: Sequence[SpotSeries] = (), slot_s: float = 300.0, budget_s: float | None = None) -> Instance:
+             spot: Sequence[SpotSeries] = (), slot_s: float = 300.0, budget_s: float | None = None,
+             node_gpus: int = 0) -> Instance:
     return build_instance(jobs, start=START, pool_gpus=pool_gpus, pool_model="V100", offerings=offerings,
-                          series=spot, slot_s=slot_s,
+                          series=spot, slot_s=slot_s, pool_node_gpus=node_gpus,
                           **({"wait_budget": lambda d: budget_s} if budget_s is not None else {}))
 
 

@@ -148,6 +148,44 @@ def test_clairvoyant_is_a_real_schedule_above_the_bound(specs: list[tuple[int, i
     assert lower_bound_usd(inst)[0] <= sum(a.usd for a in plan) + 1e-9
 
 
+def test_on_nodes_the_clairvoyant_keeps_each_gang_member_on_one_node() -> None:
+    """Two 4-GPU nodes. a and b take 3 GPUs each (a node each); c needs 2 on one node, where 1 is free on
+    each: as one count of 8 GPUs all three fit ($0), node by node c runs on the cloud until a node frees
+    up (moved) or throughout. The lower bound does not look at nodes; the verifier checks each node."""
+    jobs = [job("a", 0, 3, 3600), job("b", 0, 3, 3600), job("c", 0, 2, 3600)]
+    count = instance(jobs, [OD], pool_gpus=8, budget_s=600)
+    assert bracket(count).upper_usd == 0.0
+    nodes = instance(jobs, [OD], pool_gpus=8, budget_s=600, node_gpus=4)
+    plan = schedule(nodes)
+    assert problems(nodes, plan) == []
+    by_id = {a.job_id: a for a in plan}
+    assert by_id["a"].pool_nodes != by_id["b"].pool_nodes and by_id["c"].where in ("moved", "cloud")
+    assert sum(a.usd for a in plan) == pytest.approx(2 * 2.0 * 3000 / 3600)  # cloud from 600 s to 3,600 s
+    assert lower_bound_usd(nodes)[0] == lower_bound_usd(count)[0]
+    clash = [replace(a, pool_nodes=by_id["a"].pool_nodes) if a.job_id == "b" else a for a in plan]
+    assert any("over-committed" in p for p in problems(nodes, clash))
+    with pytest.raises(InputError, match="whole nodes"):
+        instance(jobs, [OD], pool_gpus=6, node_gpus=4)
+
+
+gangs_strategy = st.lists(st.tuples(st.integers(0, 180), st.sampled_from([(1, 1), (2, 1), (2, 2), (4, 2)]),
+                                    st.integers(1, 90)), min_size=1, max_size=6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(specs=gangs_strategy, nodes=st.integers(0, 3), node_gpus=st.sampled_from([1, 2, 4]),
+       data=st.lists(st.integers(0, 1), min_size=2, max_size=30), migrate=st.booleans())
+def test_clairvoyant_on_nodes_is_a_real_schedule_above_the_bound(specs: list[tuple[int, tuple[int, int], int]],
+                                                                 nodes: int, node_gpus: int, data: list[int],
+                                                                 migrate: bool) -> None:
+    jobs = [job(f"j{i}", 60 * a, g, 60 * r, nodes=n) for i, (a, (g, n), r) in enumerate(specs)]
+    inst = instance(jobs, [OD, offering(Market.SPOT, 0.7)], pool_gpus=nodes * node_gpus,
+                    spot=[series(data, 195.0)], node_gpus=node_gpus)
+    plan = schedule(inst, migrate=migrate)
+    assert problems(inst, plan) == []
+    assert lower_bound_usd(inst)[0] <= sum(a.usd for a in plan) + 1e-9
+
+
 def test_lp_guided_order_keeps_the_pair_that_greedy_orders_send_to_the_cloud() -> None:
     """An 8-GPU pool. A: 8 GPUs x 1 h from 0 ($16 on the cloud); B, C: 4 GPUs x 1 h 15 min from 1 min ($10
     each); 10 min budgets; unbroken runs. By arrival or by cost A takes the pool and B, C pay $20; the
