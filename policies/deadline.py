@@ -8,6 +8,9 @@
   where it cannot be preempted again: on-demand nodes are launched for it first, and it is
   checkpointed onto them once they are up (requeued at once only when no on-demand is launchable).
   As the job runs while they boot, the changeover is the checkpoint write and the restart.
+- With ``price_risk`` (``policy.risk_switch``) a job that is not behind moves the same way when its
+  spot run risks more deadline-miss $ than the move costs (the pool may start a deadline job on an
+  idle spot node the burst rule would never have launched for it).
 """
 
 from __future__ import annotations
