@@ -149,7 +149,7 @@ class CostModel:
             exposed = exposed_s(work, job.checkpoint_interval_s, room)
         rate = self.nodes_for(job, offering) * self.interruption_rate(offering)
         p_miss = 1.0 - math.exp(-rate * exposed / 3600.0)
-        return p_miss * self.p.deadline_miss_usd * (1.0 if job.job_class is JobClass.STRICT else 0.25)
+        return p_miss * self.miss_usd(job)
 
     def boot_miss_usd(self, job: Demand, now: datetime) -> float:
         """Expected deadline-miss $ of starting ``job`` on a node launched now: the chance that the boot
@@ -166,7 +166,12 @@ class CostModel:
             p_late = 1.0 if latency > start_by_s else 0.0
         else:
             p_late = 0.5 * math.erfc(math.log(start_by_s / latency) / (sigma * math.sqrt(2.0)))
-        return p_late * self.p.deadline_miss_usd * (1.0 if job.job_class is JobClass.STRICT else 0.25)
+        return p_late * self.miss_usd(job)
+
+    def miss_usd(self, job: Demand) -> float:
+        """What missing ``job``'s deadline costs: ``deadline_miss_usd`` for a strict one, a quarter of it for
+        a soft one (callers check that the job has a deadline to miss)."""
+        return self.p.deadline_miss_usd * (1.0 if job.job_class is JobClass.STRICT else 0.25)
 
     # --- waiting -------------------------------------------------------------------------------
     def wait_cost_usd(self, job: Demand, wait_s: float, now: datetime, *, deadline: bool = True) -> float:
@@ -178,8 +183,7 @@ class CostModel:
         if deadline and job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT:
             late_now_s = (now - job.deadline).total_seconds() + job.remaining_s
             if late_now_s <= 0 < late_now_s + wait_s:  # the wait, not the past, makes it miss
-                weight = 1.0 if job.job_class is JobClass.STRICT else 0.25
-                value += weight * self.p.deadline_miss_usd
+                value += self.miss_usd(job)
         return value
 
     def idle_cost_usd(self, offering: Offering, idle_s: float) -> float:
