@@ -74,9 +74,7 @@ class _Profile:
         if per > self.capacity or need > len(self.used):
             return None
         c0, c1 = self._cells(start_s, end_s)
-        window = self.used[:, c0:c1]
-        ok = np.flatnonzero(~(window > self.capacity - per).any(axis=1))
-        return self._pick(ok, window, need)
+        return self._fitting(self.used[:, c0:c1], per, need)
 
     def tail_start(self, job: EvalJob, start_s: float) -> tuple[float, Nodes] | None:
         """For a run [start_s, start_s + runtime): the earliest cell boundary after ``start_s`` from which
@@ -99,9 +97,7 @@ class _Profile:
         s = (c0 + int(last[order[-1]])) * g
         if s >= end:
             return None
-        window = self.used[:, int(s // g):c1]
-        ok = np.flatnonzero(~(window > self.capacity - per).any(axis=1))
-        nodes = self._pick(ok, window, need)
+        nodes = self._fitting(self.used[:, int(s // g):c1], per, need)
         return None if nodes is None else (s, nodes)
 
     def earliest(self, job: EvalJob) -> tuple[float, Nodes] | None:
@@ -131,6 +127,10 @@ class _Profile:
         c0, c1 = self._cells(start_s, end_s)
         per, _ = self._demand(job)
         self.used[list(nodes), c0:c1] += per
+
+    def _fitting(self, window: np.ndarray, per: int, need: int) -> Nodes | None:
+        """``need`` nodes with ``per`` GPUs free in every cell of ``window`` (node x cell), or None."""
+        return self._pick(np.flatnonzero(~(window > self.capacity - per).any(axis=1)), window, need)
 
     @staticmethod
     def _pick(ok: np.ndarray, window: np.ndarray, need: int) -> Nodes | None:

@@ -64,20 +64,20 @@ def problems(instance: Instance, schedule: Sequence[Assignment], boot_s: float =
             out.append(f"{job.job_id}: cloud segments end at {t}, not {cloud_end}")
         if not math.isclose(usd, a.usd, rel_tol=1e-9, abs_tol=1e-9):
             out.append(f"{job.job_id}: charged {a.usd} USD, its segments bill {usd}")
+    out += _overcommit("reserved pool", events, instance.reserved_gpus)
+    for node, node_events in sorted(per_node.items()):
+        out += _overcommit(f"reserved node {node}", node_events, instance.node_gpus)
+    return out
+
+
+def _overcommit(what: str, events: list[tuple[float, int]], capacity: int) -> list[str]:
+    """The first instant the (start, +GPUs) / (end, -GPUs) ``events`` use more than ``capacity``, if any."""
     used = 0
     for when, delta in sorted(events, key=lambda e: (e[0], e[1])):  # ends before starts at the same instant
         used += delta
-        if used > instance.reserved_gpus:
-            out.append(f"reserved pool over-committed at {when}: {used} > {instance.reserved_gpus} GPUs")
-            break
-    for node, node_events in sorted(per_node.items()):
-        used = 0
-        for when, delta in sorted(node_events, key=lambda e: (e[0], e[1])):
-            used += delta
-            if used > instance.node_gpus:
-                out.append(f"reserved node {node} over-committed at {when}: {used} > {instance.node_gpus} GPUs")
-                break
-    return out
+        if used > capacity:
+            return [f"{what} over-committed at {when}: {used} > {capacity} GPUs"]
+    return []
 
 
 def _on_nodes(instance: Instance, job: EvalJob, a: Assignment, from_s: float,
