@@ -263,7 +263,8 @@ def _may_take(job: Demand, chosen: Offering, now: datetime, cost: CostModel,
 
 def _held_room_soon(job: Demand, nodes: list[PoolNode], queue: ReservedQueue, cost: CostModel) -> bool:
     """Whether the nodes held for ``job`` have room for it now, or will before a cloud node could
-    boot (by the expected ends of the work on them; overdue work is not counted as ending)."""
+    boot (by the expected ends of the work on them; work past its estimate by the end the policy
+    believes: ``policies.estimates.believe_overruns``)."""
     room_s = queue.held_room_s(job)
     if room_s > 0.0:
         return room_s <= cost.p.launch_latency_s

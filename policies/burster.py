@@ -12,7 +12,7 @@ from policies.consolidate import consolidate
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.defrag import held_moves, hold_nodes
-from policies.estimates import corrected, runtime_correction
+from policies.estimates import believe_overruns, corrected, runtime_correction
 from policies.guards import GuardParams, apply_guards, enforce_budget
 from policies.preempt import incoming, preempt_for_urgent
 from policies.queue import ReservedQueue
@@ -50,13 +50,14 @@ class BursterPolicy:
         p = self.params
         if p.correct_estimates:
             snapshot = corrected(snapshot, runtime_correction(snapshot.runtime_ratios))
+        snapshot, overrun_wake = believe_overruns(snapshot)
         actions: list[Action] = []
         queue = ReservedQueue(snapshot.now, snapshot.pool_nodes, snapshot.running)
         stopping = enforce_budget(snapshot, p.guards, p.reclaim.tick_s)
         actions += stopping
         actions += handle_interruptions(snapshot)
         actions += switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s, price_risk=p.risk_switch)
-        wakes: list[datetime] = []
+        wakes: list[datetime] = [overrun_wake] if overrun_wake is not None else []
         warm = standby(snapshot, self.cost, p.standby)
         if warm.next_change is not None:
             wakes.append(warm.next_change)

@@ -85,7 +85,8 @@ class _Candidate:
 
 class _Reserved:
     """The reserved jobs an urgent job may take the node of: running single-node jobs, not stopping,
-    not overdue (an overdue job may end any moment, or run on), on unheld, unprotected nodes. Each
+    not at their expected end (one past its estimate counts by the step of it the policy believes it
+    needs: ``policies.estimates.believe_overruns``), on unheld, unprotected nodes. Each
     node (so each job) goes to one urgent job at most."""
 
     def __init__(self, snapshot: Snapshot, protected: frozenset[str], away: _Away) -> None:

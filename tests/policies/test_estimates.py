@@ -11,7 +11,7 @@ from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNod
 from burster.plan import Launch
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
-from policies.estimates import MIN_RATIOS, corrected, estimate_scale, runtime_correction
+from policies.estimates import MIN_RATIOS, OVERRUN_STEP, believe_overruns, corrected, estimate_scale, runtime_correction
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 
@@ -86,3 +86,48 @@ def test_the_policy_reads_corrected_estimates(ratios: tuple[float, ...], correct
     policy = BursterPolicy(COST, BursterParams(correct_estimates=correct))
     launches = [a for a in policy.decide(_deadline_world(ratios)).actions if isinstance(a, Launch)]
     assert [a.offering.market for a in launches] == [market]
+
+
+def _overrun_world() -> Snapshot:
+    """A reserved 1 h job (10 min done before this start) started 100 min ago: 50 min past its
+    estimate; another just started, and a cloud job past its estimate. A 2 h job waits for 8 GPUs."""
+    late = Demand("late", 8, NOW - timedelta(hours=3), 3_600.0, gpu_model="V100", done_s=600.0)
+    fresh = Demand("fresh", 8, NOW - timedelta(hours=1), 3_600.0, gpu_model="V100")
+    cloud = Demand("cloud", 1, NOW - timedelta(hours=3), 600.0, gpu_model="V100")
+    running = (Placement(late, ("onprem-0",), NOW - timedelta(minutes=100), False, Market.RESERVED),
+               Placement(fresh, ("onprem-1",), NOW - timedelta(minutes=1), False, Market.RESERVED),
+               Placement(cloud, ("aws-1",), NOW - timedelta(hours=1), True, Market.ON_DEMAND, 3.06))
+    waiting = Demand("w", 8, NOW - timedelta(minutes=5), 7_200.0, gpu_model="V100")
+    nodes = (PoolNode("onprem-0", "V100", 8, 0), PoolNode("onprem-1", "V100", 8, 0))
+    return Snapshot(NOW, (waiting,), running, nodes, (), (OD,))
+
+
+def test_a_reserved_job_past_its_estimate_is_believed_to_need_the_next_step_of_it() -> None:
+    snap = _overrun_world()
+    believed, wake = believe_overruns(snap)
+    late, fresh, cloud = believed.running
+    # 10 min done + 100 min run = 110 min had; 60 x 1.5 = 90 min is past too, 60 x 2.25 = 135 is not
+    assert OVERRUN_STEP == 1.5 and late.job.est_runtime_s == 3_600.0 * 2.25
+    assert late.ends_at_ts == (NOW - timedelta(minutes=100) + timedelta(minutes=125)).timestamp()
+    assert wake == NOW + timedelta(minutes=25, microseconds=1)  # just past the belief's end
+    assert fresh is snap.running[1] and cloud is snap.running[2]  # within estimate, or on the cloud
+    assert believe_overruns(replace(snap, running=snap.running[1:])) == (replace(snap, running=snap.running[1:]),
+                                                                        None)
+    # at the step's end it is not past it yet; just after, it needs the next step
+    at_end, _ = believe_overruns(replace(snap, now=NOW + timedelta(minutes=25)))
+    assert at_end.running[0].job.est_runtime_s == 3_600.0 * 2.25
+    after, wake = believe_overruns(replace(snap, now=NOW + timedelta(minutes=25, seconds=10)))
+    assert after.running[0].job.est_runtime_s == 3_600.0 * OVERRUN_STEP ** 3
+    assert wake == NOW - timedelta(minutes=100) + timedelta(seconds=3_600.0 * OVERRUN_STEP ** 3 - 600.0,
+                                                             microseconds=1)
+
+
+def test_a_policy_facing_an_overrunning_job_says_when_it_could_next_decide() -> None:
+    """Taken as ending now, the overrunning job kept the policy deciding every tick (no quiet_until);
+    believed to run on, the waiting job's expected wait falls in step again until the belief's end."""
+    policy = BursterPolicy(COST, BursterParams(correct_estimates=False))
+    snap = _overrun_world()
+    snap = replace(snap, running=snap.running[:2], offerings=())  # nothing to launch: an empty plan
+    plan = policy.decide(snap)
+    assert not plan.actions
+    assert plan.quiet_until == NOW + timedelta(minutes=25, microseconds=1)

@@ -1,0 +1,32 @@
+"""``python -m bench.sim``: the simulator benchmark's record, and its bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bench.sim", "--quick", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+
+
+def test_the_quick_benchmark_replays_the_week_with_wrong_estimates() -> None:
+    done = _bench("--json", "--estimate-error", "0.5")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["estimate_error"] == 0.5 and record["jobs"] == 2023
+    # jobs outrunning their estimates no longer make every 10 s tick a pass (29,909 passes before)
+    assert 0 < record["passes"] < 10_000
+    assert abs(record["jobs_per_s"] - record["jobs"] / record["wall_s"]) < 1.0
+
+
+def test_an_estimate_error_out_of_range_is_a_usage_error_naming_the_range() -> None:
+    done = _bench("--estimate-error", "9")
+    assert done.returncode == 2
+    assert "--estimate-error: estimate error must be a lognormal sigma in [0, 3]" in done.stderr
+    assert "Traceback" not in done.stderr
