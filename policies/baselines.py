@@ -10,6 +10,10 @@
   deadline slack covers a changeover, else on-demand; idle 5 min.
 - compute-wait (Starburst-like): wait up to 900 s per GPU-hour of the job's compute, then burst to
   the cheapest on-demand offering; idle 5 min.
+
+"Cannot start now" is read off the same projection of reserved capacity as Burster's, with the same
+belief about a job running past its estimate (``policies.estimates.believe_overruns``): its GPUs
+are busy, as the pool sees them, not free at every instant.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from burster.plan import Action, Plan
 from policies.burst import BurstParams, burst
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions
+from policies.estimates import believe_overruns
 from policies.guards import GuardParams, apply_guards
 from policies.offers import ON_DEMAND_ONLY, SPOT_ONLY
 from policies.quiet import FOREVER, with_quiet_until
@@ -51,7 +56,8 @@ class BaselinePolicy:
         self.guards = guards or GuardParams()
 
     def decide(self, snapshot: Snapshot) -> Plan:
-        wakes: list[datetime] = []
+        snapshot, overrun_wake = believe_overruns(snapshot)  # a job past its estimate is not ending now
+        wakes: list[datetime] = [overrun_wake] if overrun_wake is not None else []
         actions: list[Action] = list(handle_interruptions(snapshot))
         actions += burst(snapshot, self.cost, self.burst_params, wakes=wakes)
         actions += idle_ttl(snapshot, self.reclaim_params)

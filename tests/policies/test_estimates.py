@@ -7,8 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from burster.interfaces import Policy
 from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Launch
+from policies.baselines import ComputeWaitPolicy, GreedySpotPolicy
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
 from policies.estimates import MIN_RATIOS, OVERRUN_STEP, believe_overruns, corrected, estimate_scale, runtime_correction
@@ -122,10 +124,11 @@ def test_a_reserved_job_past_its_estimate_is_believed_to_need_the_next_step_of_i
                                                              microseconds=1)
 
 
-def test_a_policy_facing_an_overrunning_job_says_when_it_could_next_decide() -> None:
+@pytest.mark.parametrize("policy", [BursterPolicy(COST, BursterParams(correct_estimates=False)),
+                                    GreedySpotPolicy(COST), ComputeWaitPolicy(COST)], ids=lambda p: p.name)
+def test_a_policy_facing_an_overrunning_job_says_when_it_could_next_decide(policy: Policy) -> None:
     """Taken as ending now, the overrunning job kept the policy deciding every tick (no quiet_until);
     believed to run on, the waiting job's expected wait falls in step again until the belief's end."""
-    policy = BursterPolicy(COST, BursterParams(correct_estimates=False))
     snap = _overrun_world()
     snap = replace(snap, running=snap.running[:2], offerings=())  # nothing to launch: an empty plan
     plan = policy.decide(snap)

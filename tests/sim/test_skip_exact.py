@@ -64,11 +64,12 @@ def test_skipping_is_exact_with_exclusive_nodes_and_a_standby_stock() -> None:
     assert fast == slow
 
 
-def test_skipping_is_exact_when_runtime_estimates_are_wrong() -> None:
+@pytest.mark.parametrize("policy", ["burster", "greedy-spot"])
+def test_skipping_is_exact_when_runtime_estimates_are_wrong(policy: str) -> None:
     """Jobs outliving their estimates: the policy believes each runs on to the next step of its
     estimate (``believe_overruns``) and names the step's end; the skip must wake there."""
-    fast, fast_decisions = simulate("burster", skip=True, estimate_error=0.5)
-    slow, slow_decisions = simulate("burster", skip=False, estimate_error=0.5)
+    fast, fast_decisions = simulate(policy, skip=True, estimate_error=0.5)
+    slow, slow_decisions = simulate(policy, skip=False, estimate_error=0.5)
     assert fast.pop("reconcile_passes") < slow.pop("reconcile_passes") / 2  # it still skips
     assert fast_decisions == slow_decisions
     assert fast == slow
