@@ -13,6 +13,7 @@ from burster.plan import Hold, Launch, Preempt
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
+from policies.estimates import believe_overruns
 from policies.guards import GuardParams
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
@@ -112,7 +113,7 @@ def test_the_rule_can_be_turned_off_and_spot_launches_are_not_replaced() -> None
 
 def test_a_held_node_whose_job_is_overdue_is_not_waited_for() -> None:
     bulk = on_prem("bulk", 7, 600, deadline=NOW + timedelta(hours=11), job_class=JobClass.STRICT)
-    overdue = on_prem("k", 1, -5)  # its estimate ran out 5 min ago: it may end any moment, or not
+    overdue = on_prem("k", 1, -5)  # its estimate ran out 5 min ago: believed to run on to 1.5x it
     snap = snapshot(bulk, overdue)
     snap = replace(snap, pool_nodes=(replace(snap.pool_nodes[0], held_for="urgent"),))
     assert kinds(POLICY, snap) == [("launch", "urgent@on_demand")]  # and it is not preempted either
@@ -124,8 +125,9 @@ def test_a_held_node_whose_job_is_overdue_is_not_waited_for() -> None:
 def test_preempts_and_waits_keep_their_invariants(reserved: list[tuple[int, float, bool]], gpus: int,
                                                   slack_min: float, run_min: float) -> None:
     """Random reserved jobs (GPUs, minutes left, with a deadline?) on one node and a random urgent job:
-    whatever the rule does, it preempts only a running single-node job that is not overdue, the node
-    then has room for the urgent job, and that job gets the node held instead of a launch."""
+    whatever the rule does, it preempts only a running single-node job that runs on past a boot (one
+    past its estimate by the step of it the policy believes it needs), the node then has room for the
+    urgent job, and that job gets the node held instead of a launch."""
     running = []
     for i, (g, left, tight) in enumerate(reserved):
         kw = {"deadline": NOW + timedelta(minutes=left + 20), "job_class": JobClass.STRICT} if tight else {}
@@ -139,7 +141,7 @@ def test_preempts_and_waits_keep_their_invariants(reserved: list[tuple[int, floa
     job = replace(urgent(slack_min, run_min), gpus=gpus)
     snap = snapshot(*running, pending=(job,))
     plan = POLICY.decide(snap)
-    by_id = {p.job.job_id: p for p in running}
+    by_id = {p.job.job_id: p for p in believe_overruns(snap)[0].running}
     holds = {a.node_id: a for a in plan.actions if isinstance(a, Hold)}
     preempts = [a for a in plan.actions if isinstance(a, Preempt)]
     assert len(preempts) <= 1 and len(holds) <= 1
