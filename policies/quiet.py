@@ -17,9 +17,9 @@ spot slack, or until a job deferring to its budget nears the budget's end (the b
 those instants), or until holding reserved nodes for a cloud job starts to pay as their running
 work nears its end (the hold rule reports that instant). Budgets
 accrue with time, signals open windows, and an on-prem job past its expected end breaks the
-lockstep: in those cases this returns None (decide every tick). Burster's policy first believes such
-a job runs on to the next step of its estimate (``policies.estimates.believe_overruns``) and names
-the step's end as a wake, so only the baselines see overdue jobs here.
+lockstep: in those cases this returns None (decide every tick). The built-in policies first believe
+such a job runs on to the next step of its estimate (``policies.estimates.believe_overruns``) and
+name the step's end as a wake, so only a custom policy hands an overdue job in here.
 """
 
 from __future__ import annotations
