@@ -64,9 +64,10 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
     launched: dict[str, list[Node]] | None = None
     book: OfferBook | None = None
     offering_of = {n.node_id: n.offering for n in snapshot.cloud_nodes} if price_risk else {}
-    for p in sorted(snapshot.running, key=lambda p: p.job.job_id):
+    on_spot = [p for p in snapshot.running if p.on_cloud and p.market is Market.SPOT]
+    for p in sorted(on_spot, key=lambda p: p.job.job_id):
         job = p.job
-        if not p.on_cloud or p.market is not Market.SPOT or job.deadline is None:
+        if job.deadline is None:
             continue
         if job.job_class is JobClass.BEST_EFFORT or any(n in noticed for n in p.node_ids):
             continue
@@ -135,10 +136,13 @@ def _checkpoints(p: Placement, snapshot: Snapshot, cost: CostModel, reason: str)
 
 def launched_for_running(snapshot: Snapshot) -> dict[str, list[Node]]:
     """Nodes launched for a running job that it does not run on yet (a move in progress), by job id."""
+    waiting = [n for n in snapshot.cloud_nodes if n.for_job is not None and not n.busy and n.state in _UP]
+    if not waiting:
+        return {}
     running = {p.job.job_id for p in snapshot.running}
     out: dict[str, list[Node]] = {}
-    for n in snapshot.cloud_nodes:
-        if n.for_job in running and not n.busy and n.state in _UP:
+    for n in waiting:
+        if n.for_job in running:
             out.setdefault(n.for_job, []).append(n)
     return out
 

@@ -40,7 +40,7 @@ class ReservedQueue:
                 self.node_size[model] = n.gpus
         ends: dict[str, list[tuple[float, int]]] = defaultdict(list)
         now_ts = now.timestamp()
-        any_model = self._any_model()
+        any_model = self._any_model = max(self.total, key=lambda m: self.total[m]) if self.total else ""
         for p in running:
             if not p.on_cloud:
                 left = p.ends_at_ts - now_ts
@@ -56,12 +56,9 @@ class ReservedQueue:
         self._held: dict[str, _HeldNodes] | None = None  # built when a holder is first asked about
         self._pool_nodes, self._running, self._now_ts = pool_nodes, running, now_ts
 
-    def _any_model(self) -> str:
-        return max(self.total, key=lambda m: self.total[m]) if self.total else ""
-
     def model_for(self, job: Demand) -> str | None:
         """The on-prem GPU model that can run ``job``, or None if none can."""
-        model = job.gpu_model or self._any_model()
+        model = job.gpu_model or self._any_model
         if self.total.get(model, 0) < job.gpus or self.node_size.get(model, 0) < job.gpus_per_node:
             return None
         return model
