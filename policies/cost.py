@@ -64,6 +64,7 @@ class CostModel:
     def __init__(self, params: CostParams | None = None) -> None:
         self.p = params or CostParams()
         self._run_rates: dict[tuple[int, int, float, str, float], float] = {}
+        self._rework: dict[tuple[str, float, int], float] = {}  # rework_fraction's memo (offering key names all it reads)
 
     # --- rates ---------------------------------------------------------------------------------
     def interruption_rate(self, offering: Offering) -> float:
@@ -81,12 +82,16 @@ class CostModel:
         """Expected extra run time per unit of useful run time, from interruptions.
 
         A gang of ``nodes`` spot nodes stops whenever any one of them is interrupted: ``nodes`` times
-        the node rate.
+        the node rate. Memoized: the parameters never change.
         """
-        lost_s = self.p.restart_overhead_s
-        if not self.saves_on_notice(offering):
-            lost_s += checkpoint_interval_s / 2
-        return nodes * self.interruption_rate(offering) * lost_s / 3600.0
+        key = (offering.key, checkpoint_interval_s, nodes)
+        fraction = self._rework.get(key)
+        if fraction is None:
+            lost_s = self.p.restart_overhead_s
+            if not self.saves_on_notice(offering):
+                lost_s += checkpoint_interval_s / 2
+            fraction = self._rework[key] = nodes * self.interruption_rate(offering) * lost_s / 3600.0
+        return fraction
 
     def run_rate_usd_per_hour(self, job: Demand, offering: Offering) -> float:
         """Expected $ per hour of useful run of ``job``'s gang on ``offering``: its nodes' price plus
