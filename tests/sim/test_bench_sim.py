@@ -23,6 +23,15 @@ def test_the_quick_benchmark_replays_the_week_with_wrong_estimates() -> None:
     # jobs outrunning their estimates no longer make every 10 s tick a pass (29,909 passes before)
     assert 0 < record["passes"] < 10_000
     assert abs(record["jobs_per_s"] - record["jobs"] / record["wall_s"]) < 1.0
+    parts = [record[k] for k in ("world_s", "decide_s", "observe_actuate_s", "loop_s")]
+    assert all(p > 0 for p in parts)  # every phase ran: the pool's events, the policy, the passes, the loop
+    assert abs(sum(parts) - record["wall_s"]) < 0.01  # the split accounts for the whole wall time
+
+
+def test_the_text_report_names_the_split_of_the_wall_time() -> None:
+    done = _bench()
+    assert done.returncode == 0, done.stderr
+    assert "2023 jobs in " in done.stdout and "passes; world " in done.stdout and ", decide " in done.stdout
 
 
 def test_an_estimate_error_out_of_range_is_a_usage_error_naming_the_range() -> None:
