@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from burster.lifecycle import LIVE_STATES
 from burster.model import Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan
 from policies.burst import BurstParams, burst
@@ -88,7 +89,8 @@ class BursterPolicy:
             # protected nodes can't be checkpointed: launching a job's new nodes would only idle them
             keep = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain)) \
                 | p.guards.protected_node_ids | {n.node_id for n in snapshot.cloud_nodes if n.protected}
-            actions += consolidate(snapshot, self.cost, p.burst, keep)
+            live = sum(1 for n in snapshot.cloud_nodes if n.state in LIVE_STATES)
+            actions += consolidate(snapshot, self.cost, p.burst, keep, launch=live < p.guards.max_nodes)
         if p.exclusive_nodes:
             actions = [replace(a, exclusive=True) if isinstance(a, Launch) else a for a in actions]
         plan = apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)

@@ -64,7 +64,7 @@ class CostModel:
     def __init__(self, params: CostParams | None = None) -> None:
         self.p = params or CostParams()
         self._run_rates: dict[tuple[int, int, float, str, float], float] = {}
-        self._rework: dict[tuple[str, float, int], float] = {}  # rework_fraction's memo (offering key names all it reads)
+        self._rework: dict[tuple[str, float, int], float] = {}  # rework_fraction memo
 
     # --- rates ---------------------------------------------------------------------------------
     def interruption_rate(self, offering: Offering) -> float:

@@ -104,6 +104,19 @@ def test_the_composed_policy_moves_back_on_prem_first_and_consolidates_only_when
     assert launched(free) == []
 
 
+def test_with_the_node_cap_full_no_move_is_proposed_but_a_started_one_finishes() -> None:
+    """A move launches first: at a full cap the guards would refuse that launch at every pass, so the
+    policy does not ask; a move whose nodes are up still checkpoints (that needs no launch)."""
+    capped = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(max_nodes=1)))
+    plan = capped.decide(snapshot())
+    assert plan.actions == () and plan.refused == ()
+    roomy = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(max_nodes=2)))
+    assert launched(roomy.decide(snapshot()).actions) == [("cj", CHEAP.key)]
+    full = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(max_nodes=2)))
+    up = full.decide(snapshot(extra_nodes=(new_node(NodeState.READY),))).actions
+    assert moved(up) == ["cj"] and launched(up) == []
+
+
 @pytest.mark.parametrize("hours_left", [0.5, 3.0, 12.4])
 def test_a_move_that_stops_paying_does_not_start_paying_again_as_the_clock_runs(hours_left: float) -> None:
     """The saving of a move only shrinks with the run left, also on a per-minute-billed target: the
