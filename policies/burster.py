@@ -90,7 +90,7 @@ class BursterPolicy:
             keep = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain)) \
                 | p.guards.protected_node_ids | {n.node_id for n in snapshot.cloud_nodes if n.protected}
             live = sum(1 for n in snapshot.cloud_nodes if n.state in LIVE_STATES)
-            actions += consolidate(snapshot, self.cost, p.burst, keep, launch=live < p.guards.max_nodes)
+            actions += consolidate(snapshot, self.cost, p.burst, keep, may_launch=live < p.guards.max_nodes)
         if p.exclusive_nodes:
             actions = [replace(a, exclusive=True) if isinstance(a, Launch) else a for a in actions]
         plan = apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)

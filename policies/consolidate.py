@@ -31,9 +31,9 @@ from policies.offers import OfferBook, offer_book
 
 
 def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
-                skip: frozenset[str] = frozenset(), *, launch: bool = True) -> list[Action]:
+                skip: frozenset[str] = frozenset(), *, may_launch: bool = True) -> list[Action]:
     """Launches of cheaper nodes for running cloud jobs (on none of the ``skip`` nodes), and the
-    checkpoints that move a job once the nodes launched for it are all up; ``launch`` False (the
+    checkpoints that move a job once the nodes launched for it are all up; ``may_launch`` False (the
     cloud node cap is full, so the guards would refuse every launch): only those checkpoints."""
     ready = {n.node_id: n.offering for n in snapshot.cloud_nodes
              if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
@@ -52,7 +52,7 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
             if all(n.state is NodeState.READY for n in new):
                 out += _checkpoints(p, current, new[0].offering, cost, snapshot)
             continue
-        if launch and _saving_bound(p, current, book, cost, snapshot) > 0:  # else no offering could pay for a move
+        if may_launch and _saving_bound(p, current, book, cost, snapshot) > 0:  # else no offering could pay for a move
             candidates.append((p, current))
     for p, current in sorted(candidates, key=lambda c: (-c[0].price_per_hour_usd, c[0].job.job_id)):
         launch = _launch_if_it_pays(p, current, cost, params, book, snapshot)
