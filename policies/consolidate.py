@@ -18,7 +18,6 @@ if its slack keeps the deadline margin after the changeover.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from datetime import timedelta
 
 from burster.lifecycle import NodeState
@@ -144,7 +143,7 @@ def _move_usd(job: Demand, p: Placement, target: Offering, cost: CostModel, snap
     """Expected $ to finish on ``target``: its run with boot and restart, the old nodes' checkpoint
     write, the wait cost of the pause (the boot overlaps the job's run on its old nodes), and its
     interruptions' pauses."""
-    restart = replace(job, done_s=job.done_s - cost.p.restart_overhead_s)  # the restart runs again
+    restart = job.with_done(job.done_s - cost.p.restart_overhead_s)  # the restart runs again
     write_usd = p.price_per_hour_usd * cost.p.checkpoint_write_s / 3600.0
     return (cost.job_cost_usd(restart, target) + write_usd + cost.wait_cost_usd(job, _pause_s(cost), snapshot.now)
             + _interruption_pauses_usd(job, target, cost))

@@ -1,0 +1,22 @@
+"""Contract-module helpers that the policies' hot loops lean on."""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from burster.model import Demand
+from tests.policies.strategies import demands
+
+
+@given(demands("j", 3), st.floats(-3600.0, 60 * 3600.0))
+def test_with_done_is_replace_of_done_s(jobs: tuple[Demand, ...], done_s: float) -> None:
+    """Every field, the derived ones included, equals what ``dataclasses.replace`` builds."""
+    for job in jobs:
+        fast, slow = job.with_done(done_s), replace(job, done_s=done_s)
+        assert type(fast) is Demand
+        assert all(getattr(fast, f.name) == getattr(slow, f.name) for f in fields(Demand))
+        assert fast == slow and hash(fast) == hash(slow) and fast.remaining_s == slow.remaining_s
+        assert job.done_s == 0.0  # the original is untouched
