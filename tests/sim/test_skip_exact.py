@@ -16,9 +16,9 @@ from burster.traces import load_trace
 TRACE = load_trace(DEMO_TRACE, "philly")
 
 
-def simulate(policy: str, *, skip: bool, estimate_error: float = 0.0,
-             settings: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
-    config = parse_config({"pool": {"nodes": 12}, "policy": settings or {}})
+def simulate(policy: str, *, skip: bool, estimate_error: float = 0.0, settings: dict[str, Any] | None = None,
+             guards: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+    config = parse_config({"pool": {"nodes": 12}, "policy": settings or {}, "guards": guards or {}})
     sim = build_simulation(config, TRACE, policy=policy, seed=3, days=1, start_day=1,
                            estimate_error=estimate_error)
     decisions: list[str] = []
@@ -71,5 +71,17 @@ def test_skipping_is_exact_when_runtime_estimates_are_wrong(policy: str) -> None
     fast, fast_decisions = simulate(policy, skip=True, estimate_error=0.5)
     slow, slow_decisions = simulate(policy, skip=False, estimate_error=0.5)
     assert fast.pop("reconcile_passes") < slow.pop("reconcile_passes") / 2  # it still skips
+    assert fast_decisions == slow_decisions
+    assert fast == slow
+
+
+def test_skipping_is_exact_at_the_cloud_node_cap() -> None:
+    """With the cap full, bursts are refused at every pass (so those passes are not skipped) and
+    consolidation proposes no move (tests/policies/test_consolidate.py); the skip must still decide
+    as ticking through does."""
+    fast, fast_decisions = simulate("burster", skip=True, guards={"max_nodes": 6})
+    slow, slow_decisions = simulate("burster", skip=False, guards={"max_nodes": 6})
+    assert fast.pop("reconcile_passes") < slow.pop("reconcile_passes")
+    assert any("refused launch: max nodes 6 reached" in d for d in slow_decisions)  # the cap binds
     assert fast_decisions == slow_decisions
     assert fast == slow
