@@ -7,7 +7,7 @@ look out of reach and costs twice what they are), and the rest of the spread dec
 estimate-based wait budget a deferring job may use (``estimate_scale``). Estimates are shortened
 only as far as nearly every job ran within: where some users set careful limits and others set
 loose ones, shortening by the median would make the careful users' deadline jobs look safe when
-they are not. A reserved job still running past its estimate is believed to need
+they are not. A job still running past its estimate (on reserved or cloud nodes) is believed to need
 ``OVERRUN_STEP`` times it, then that again (``believe_overruns``), not to be ending at every instant.
 """
 
@@ -65,23 +65,24 @@ def estimate_scale(ratios: Sequence[float], quantile: float) -> float:
 
 
 def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
-    """``snapshot`` with each reserved job that has run past its estimate believed to need
+    """``snapshot`` with each running job that has run past its estimate believed to need
     ``OVERRUN_STEP`` times it (its power just large enough to end after now), and the instant just
     after the first such belief runs out (None: no job overran).
 
-    Taken as ending now, an overrunning job would make the projection promise its GPUs at every
-    instant, and the pending jobs' expected waits would stop falling in step with their waits so far
-    (``policies.quiet``: decide every tick). The stepped belief holds between its steps, so a
-    quiet policy names the next step as a wake; it is also the likelier future: a job that outran
-    its estimate usually runs on for a while (a median 40 % past it under lognormal estimate error
-    of sigma 0.5)."""
+    Taken as ending now, an overrunning reserved job would make the projection promise its GPUs at
+    every instant, and the pending jobs' expected waits would stop falling in step with their waits
+    so far (``policies.quiet``: decide every tick); an overrunning cloud job would look done, so no
+    deadline switch, move or budget would count its remaining work. The stepped belief holds
+    between its steps, so a quiet policy names the next step as a wake; it is also the likelier
+    future: a job that outran its estimate usually runs on for a while (a median 40 % past it under
+    lognormal estimate error of sigma 0.5)."""
     now_ts = snapshot.now.timestamp()
-    if not any(not p.on_cloud and p.ends_at_ts < now_ts and p.stopping_at is None for p in snapshot.running):
+    if not any(p.ends_at_ts < now_ts and p.stopping_at is None for p in snapshot.running):
         return snapshot, None
     running: list[Placement] = []
     first = math.inf
     for p in snapshot.running:
-        if p.on_cloud or p.ends_at_ts >= now_ts or p.stopping_at is not None:
+        if p.ends_at_ts >= now_ts or p.stopping_at is not None:
             running.append(p)
             continue
         est = p.job.est_runtime_s

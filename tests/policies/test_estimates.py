@@ -8,11 +8,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from burster.interfaces import Policy
-from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNode, Snapshot
+from burster.lifecycle import NodeState
+from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Launch
 from policies.baselines import ComputeWaitPolicy, GreedySpotPolicy
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
+from policies.deadline import switch_behind_schedule
 from policies.estimates import MIN_RATIOS, OVERRUN_STEP, believe_overruns, corrected, estimate_scale, runtime_correction
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
@@ -92,7 +94,7 @@ def test_the_policy_reads_corrected_estimates(ratios: tuple[float, ...], correct
 
 def _overrun_world() -> Snapshot:
     """A reserved 1 h job (10 min done before this start) started 100 min ago: 50 min past its
-    estimate; another just started, and a cloud job past its estimate. A 2 h job waits for 8 GPUs."""
+    estimate; another just started, and a 10 min cloud job started 1 h ago. A 2 h job waits for 8 GPUs."""
     late = Demand("late", 8, NOW - timedelta(hours=3), 3_600.0, gpu_model="V100", done_s=600.0)
     fresh = Demand("fresh", 8, NOW - timedelta(hours=1), 3_600.0, gpu_model="V100")
     cloud = Demand("cloud", 1, NOW - timedelta(hours=3), 600.0, gpu_model="V100")
@@ -104,17 +106,22 @@ def _overrun_world() -> Snapshot:
     return Snapshot(NOW, (waiting,), running, nodes, (), (OD,))
 
 
-def test_a_reserved_job_past_its_estimate_is_believed_to_need_the_next_step_of_it() -> None:
+def test_a_job_past_its_estimate_is_believed_to_need_the_next_step_of_it() -> None:
     snap = _overrun_world()
     believed, wake = believe_overruns(snap)
     late, fresh, cloud = believed.running
     # 10 min done + 100 min run = 110 min had; 60 x 1.5 = 90 min is past too, 60 x 2.25 = 135 is not
     assert OVERRUN_STEP == 1.5 and late.job.est_runtime_s == 3_600.0 * 2.25
     assert late.ends_at_ts == (NOW - timedelta(minutes=100) + timedelta(minutes=125)).timestamp()
-    assert wake == NOW + timedelta(minutes=25, microseconds=1)  # just past the belief's end
-    assert fresh is snap.running[1] and cloud is snap.running[2]  # within estimate, or on the cloud
-    assert believe_overruns(replace(snap, running=snap.running[1:])) == (replace(snap, running=snap.running[1:]),
-                                                                        None)
+    assert fresh is snap.running[1]  # within its estimate
+    # on the cloud alike: 60 min had of a 10 min estimate, 10 x 1.5^4 = 50.6 min is past, 10 x 1.5^5 = 75.9 is not
+    assert cloud.job.est_runtime_s == 600.0 * OVERRUN_STEP ** 5
+    assert wake == NOW + timedelta(seconds=600.0 * OVERRUN_STEP ** 5 - 3_600.0, microseconds=1)  # the first end
+    assert believe_overruns(replace(snap, running=snap.running[:2]))[1] == NOW + timedelta(minutes=25,
+                                                                                            microseconds=1)
+    assert believe_overruns(replace(snap, running=snap.running[1:2])) == (replace(snap, running=snap.running[1:2]),
+                                                                          None)
+    snap = replace(snap, running=snap.running[:2])  # the reserved jobs' steps, below
     # at the step's end it is not past it yet; just after, it needs the next step
     at_end, _ = believe_overruns(replace(snap, now=NOW + timedelta(minutes=25)))
     assert at_end.running[0].job.est_runtime_s == 3_600.0 * 2.25
@@ -134,3 +141,20 @@ def test_a_policy_facing_an_overrunning_job_says_when_it_could_next_decide(polic
     plan = policy.decide(snap)
     assert not plan.actions
     assert plan.quiet_until == NOW + timedelta(minutes=25, microseconds=1)
+
+
+def test_a_deadline_job_on_spot_past_its_estimate_is_switched_to_on_demand_in_time() -> None:
+    """Taken as ending now, a spot job that outran its estimate looked done, so the deadline switch
+    never moved it; believed to need the next step, its slack shows it falling behind."""
+    spot = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.9)
+    # a 1 h estimate, 100 min run: believed 2.25 h, so 35 min left; the deadline leaves 15 min of slack
+    job = Demand("dl", 1, NOW - timedelta(hours=2), 3_600.0, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(minutes=35 + 15))
+    started = NOW - timedelta(minutes=100)
+    p = Placement(job, ("spot-1",), started, True, Market.SPOT, spot.price_per_hour_usd)
+    node = Node("spot-1", spot, NodeState.READY, started, "rq", job_id="dl", for_job="dl")
+    snap = Snapshot(NOW, (), (p,), (), (node,), (spot, OD))
+    policy = BursterPolicy(COST, BursterParams(correct_estimates=False))
+    (launch,) = [a for a in policy.decide(snap).actions if isinstance(a, Launch)]
+    assert (launch.offering, launch.job_id) == (OD, "dl") and "slack <" in launch.reason
+    assert [a for a in switch_behind_schedule(snap, COST, 900.0) if isinstance(a, Launch)] == []  # unbelieved
