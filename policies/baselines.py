@@ -96,6 +96,7 @@ class UniformProgressPolicy(BaselinePolicy):
         from policies.deadline import switch_behind_schedule
 
         plan = super().decide(snapshot)
+        snapshot, _ = believe_overruns(snapshot)  # as the rules above read it (their quiet_until has its wakes)
         extra = tuple(switch_behind_schedule(snapshot, self.cost, self.burst_params.deadline_margin_s))
         return apply_guards(Plan(extra + plan.actions, plan.refused), snapshot, self.guards) if extra else plan
 

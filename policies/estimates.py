@@ -67,7 +67,8 @@ def estimate_scale(ratios: Sequence[float], quantile: float) -> float:
 def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
     """``snapshot`` with each running job that has run past its estimate believed to need
     ``OVERRUN_STEP`` times it (its power just large enough to end after now), and the instant just
-    after the first such belief runs out (None: no job overran).
+    after the first belief changes: a job outlives its estimate or a believed step (None: nothing
+    runs).
 
     Taken as ending now, an overrunning reserved job would make the projection promise its GPUs at
     every instant, and the pending jobs' expected waits would stop falling in step with their waits
@@ -77,10 +78,12 @@ def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
     future: a job that outran its estimate usually runs on for a while (a median 40 % past it under
     lognormal estimate error of sigma 0.5)."""
     now_ts = snapshot.now.timestamp()
+    # a job still within its estimate that has not ended by then is believed to run on from then
+    first = min((p.ends_at_ts for p in snapshot.running if p.ends_at_ts >= now_ts and p.stopping_at is None),
+                default=math.inf)
     if not any(p.ends_at_ts < now_ts and p.stopping_at is None for p in snapshot.running):
-        return snapshot, None
+        return snapshot, _just_after(first)
     running: list[Placement] = []
-    first = math.inf
     for p in snapshot.running:
         if p.ends_at_ts >= now_ts or p.stopping_at is not None:
             running.append(p)
@@ -93,8 +96,12 @@ def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
             q = replace(q, job=replace(q.job, est_runtime_s=q.job.est_runtime_s * OVERRUN_STEP))
         running.append(q)
         first = min(first, q.ends_at_ts)
-    wake = datetime.fromtimestamp(first, UTC) + timedelta(microseconds=1)  # overrun again just past it
-    return replace(snapshot, running=tuple(running)), wake
+    return replace(snapshot, running=tuple(running)), _just_after(first)
+
+
+def _just_after(ts: float) -> datetime | None:
+    """The instant just past ``ts`` (a job is past its end there, not at it); None for inf."""
+    return None if ts == math.inf else datetime.fromtimestamp(ts, UTC) + timedelta(microseconds=1)
 
 
 def _quantile(ordered: Sequence[float], q: float) -> float:

@@ -19,7 +19,8 @@ work nears its end (the hold rule reports that instant). Budgets
 accrue with time, signals open windows, and an on-prem job past its expected end breaks the
 lockstep: in those cases this returns None (decide every tick). The built-in policies first believe
 such a job runs on to the next step of its estimate (``policies.estimates.believe_overruns``) and
-name the step's end as a wake, so only a custom policy hands an overdue job in here.
+name as a wake both the step's end and every running job's estimated end (where, if it has not
+finished, the belief begins), so only a custom policy hands an overdue job in here.
 """
 
 from __future__ import annotations

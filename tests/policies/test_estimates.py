@@ -119,9 +119,11 @@ def test_a_job_past_its_estimate_is_believed_to_need_the_next_step_of_it() -> No
     assert wake == NOW + timedelta(seconds=600.0 * OVERRUN_STEP ** 5 - 3_600.0, microseconds=1)  # the first end
     assert believe_overruns(replace(snap, running=snap.running[:2]))[1] == NOW + timedelta(minutes=25,
                                                                                             microseconds=1)
-    assert believe_overruns(replace(snap, running=snap.running[1:2])) == (replace(snap, running=snap.running[1:2]),
-                                                                          None)
-    snap = replace(snap, running=snap.running[:2])  # the reserved jobs' steps, below
+    # a job within its estimate is left as it is; just past its end it would start to overrun: a wake
+    within = replace(snap, running=snap.running[1:2])
+    assert believe_overruns(within) == (within, NOW + timedelta(minutes=59, microseconds=1))
+    assert believe_overruns(replace(snap, running=())) == (replace(snap, running=()), None)
+    snap = replace(snap, running=snap.running[:1])  # the overrunning reserved job's steps, alone
     # at the step's end it is not past it yet; just after, it needs the next step
     at_end, _ = believe_overruns(replace(snap, now=NOW + timedelta(minutes=25)))
     assert at_end.running[0].job.est_runtime_s == 3_600.0 * 2.25

@@ -64,7 +64,7 @@ def test_skipping_is_exact_with_exclusive_nodes_and_a_standby_stock() -> None:
     assert fast == slow
 
 
-@pytest.mark.parametrize("policy", ["burster", "greedy-spot"])
+@pytest.mark.parametrize("policy", ["burster", "greedy-spot", "uniform-progress"])
 def test_skipping_is_exact_when_runtime_estimates_are_wrong(policy: str) -> None:
     """Jobs outliving their estimates: the policy believes each runs on to the next step of its
     estimate (``believe_overruns``) and names the step's end; the skip must wake there."""
