@@ -24,7 +24,7 @@ from burster.model import Snapshot
 from burster.plan import Action, Plan
 from policies.burst import BurstParams, burst
 from policies.cost import CostModel
-from policies.deadline import handle_interruptions
+from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.estimates import believe_overruns
 from policies.guards import GuardParams, apply_guards
 from policies.offers import ON_DEMAND_ONLY, SPOT_ONLY
@@ -58,12 +58,17 @@ class BaselinePolicy:
     def decide(self, snapshot: Snapshot) -> Plan:
         snapshot, overrun_wake = believe_overruns(snapshot)  # a job past its estimate is not ending now
         wakes: list[datetime] = [overrun_wake] if overrun_wake is not None else []
-        actions: list[Action] = list(handle_interruptions(snapshot))
+        actions: list[Action] = self.own_actions(snapshot)
+        actions += handle_interruptions(snapshot)
         actions += burst(snapshot, self.cost, self.burst_params, wakes=wakes)
         actions += idle_ttl(snapshot, self.reclaim_params)
         plan = apply_guards(Plan(tuple(actions)), snapshot, self.guards)
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=self.reclaim_params.idle_ttl_s,
                                 guards=self.guards, reads_signals=self.burst_params.prewarm)
+
+    def own_actions(self, snapshot: Snapshot) -> list[Action]:
+        """A baseline's own rule, ahead of the shared ones, on the same believed snapshot (none here)."""
+        return []
 
 
 _NOW = {"max_wait_s": 0.0, "wait_fraction": 0.0, "prewarm": False, "cost_trigger": False}
@@ -92,13 +97,8 @@ class UniformProgressPolicy(BaselinePolicy):
     name = "uniform-progress"
     burst_params = BurstParams(rework_aware=False, **_NOW)  # type: ignore[arg-type]
 
-    def decide(self, snapshot: Snapshot) -> Plan:
-        from policies.deadline import switch_behind_schedule
-
-        plan = super().decide(snapshot)
-        snapshot, _ = believe_overruns(snapshot)  # as the rules above read it (their quiet_until has its wakes)
-        extra = tuple(switch_behind_schedule(snapshot, self.cost, self.burst_params.deadline_margin_s))
-        return apply_guards(Plan(extra + plan.actions, plan.refused), snapshot, self.guards) if extra else plan
+    def own_actions(self, snapshot: Snapshot) -> list[Action]:
+        return switch_behind_schedule(snapshot, self.cost, self.burst_params.deadline_margin_s)
 
 
 class ComputeWaitPolicy(BaselinePolicy):

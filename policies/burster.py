@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from burster.lifecycle import LIVE_STATES
 from burster.model import Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan
 from policies.burst import BurstParams, burst
@@ -14,7 +13,7 @@ from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.defrag import held_moves, hold_nodes
 from policies.estimates import believe_overruns, corrected, runtime_correction
-from policies.guards import GuardParams, apply_guards, enforce_budget
+from policies.guards import GuardParams, apply_guards, enforce_budget, live_nodes
 from policies.preempt import incoming, preempt_for_urgent
 from policies.queue import ReservedQueue
 from policies.quiet import with_quiet_until
@@ -89,8 +88,8 @@ class BursterPolicy:
             # protected nodes can't be checkpointed: launching a job's new nodes would only idle them
             keep = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain)) \
                 | p.guards.protected_node_ids | {n.node_id for n in snapshot.cloud_nodes if n.protected}
-            live = sum(1 for n in snapshot.cloud_nodes if n.state in LIVE_STATES)
-            actions += consolidate(snapshot, self.cost, p.burst, keep, may_launch=live < p.guards.max_nodes)
+            may_launch = live_nodes(snapshot) < p.guards.max_nodes  # else the guards refuse every launch
+            actions += consolidate(snapshot, self.cost, p.burst, keep, may_launch=may_launch)
         if p.exclusive_nodes:
             actions = [replace(a, exclusive=True) if isinstance(a, Launch) else a for a in actions]
         plan = apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)

@@ -78,10 +78,14 @@ def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
     future: a job that outran its estimate usually runs on for a while (a median 40 % past it under
     lognormal estimate error of sigma 0.5)."""
     now_ts = snapshot.now.timestamp()
-    # a job still within its estimate that has not ended by then is believed to run on from then
-    first = min((p.ends_at_ts for p in snapshot.running if p.ends_at_ts >= now_ts and p.stopping_at is None),
-                default=math.inf)
-    if not any(p.ends_at_ts < now_ts and p.stopping_at is None for p in snapshot.running):
+    first, overrun = math.inf, False
+    for p in snapshot.running:
+        if p.stopping_at is None:
+            if p.ends_at_ts >= now_ts:  # still within: past its end, it is believed to run on from then
+                first = min(first, p.ends_at_ts)
+            else:
+                overrun = True
+    if not overrun:
         return snapshot, _just_after(first)
     running: list[Placement] = []
     for p in snapshot.running:

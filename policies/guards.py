@@ -49,6 +49,11 @@ def committed_usd(snapshot: Snapshot, idle_ttl_s: float) -> tuple[float, dict[st
     return total, by_team
 
 
+def live_nodes(snapshot: Snapshot) -> int:
+    """Cloud nodes that count towards ``max_nodes``: every one not yet terminated or failed."""
+    return sum(1 for n in snapshot.cloud_nodes if n.state in LIVE_STATES)
+
+
 def launch_usd(a: Launch) -> float:
     return a.count * a.offering.price_per_hour_usd * a.est_hours
 
@@ -60,7 +65,7 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams) -> Plan:
     refused = list(plan.refused)
     budgeted = params.total_budget_usd is not None or bool(params.team_budget_usd)
     total, by_team = committed_usd(snapshot, params.idle_ttl_s) if budgeted else (0.0, {})
-    live = sum(1 for n in snapshot.cloud_nodes if n.state in LIVE_STATES)
+    live = live_nodes(snapshot)
     launched = snapshot.spend.launches_last_minute
     for a in plan.actions:
         why = _refuse_node_action(a, nodes, protected)
