@@ -94,7 +94,9 @@ Action = Launch | Terminate | Checkpoint | Drain | Hold | Preempt
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What a policy wants done this pass, and what guards refused (with reasons).
+    """What a policy wants done this pass, what guards refused (with reasons), and the launches a
+    rule held back for want of room under the node cap (``held_back``, with reasons: they wait for
+    a node to end, an event, so unlike a refusal they leave an otherwise empty plan quiet).
 
     ``quiet_until``, for an empty plan only: the policy's word that, unless something happens (a job
     arrives or ends, a node or an offering changes), it will decide nothing before that instant.
@@ -103,6 +105,7 @@ class Plan:
 
     actions: tuple[Action, ...] = ()
     refused: tuple[tuple[Action, str], ...] = field(default=())
+    held_back: tuple[tuple[Launch, str], ...] = field(default=())
     quiet_until: datetime | None = None
 
     @property
@@ -118,7 +121,8 @@ class Plan:
         return tuple(a for a in self.actions if isinstance(a, Checkpoint))
 
     def explain(self) -> list[str]:
-        """One line per action and refusal, for ``--explain`` and decision events."""
+        """One line per action, refusal and held-back launch, for ``--explain`` and decision events."""
         lines = [f"{type(a).__name__.lower()}: {a.reason}" for a in self.actions]
         lines += [f"refused {type(a).__name__.lower()}: {why}" for a, why in self.refused]
+        lines += [f"held back launch: {a.reason}; {why}" for a, why in self.held_back]
         return lines

@@ -26,7 +26,7 @@ from policies.burst import BurstParams, burst
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.estimates import believe_overruns
-from policies.guards import GuardParams, apply_guards
+from policies.guards import GuardParams, NodeRoom, apply_guards
 from policies.offers import ON_DEMAND_ONLY, SPOT_ONLY
 from policies.quiet import FOREVER, with_quiet_until
 from policies.reclaim import ReclaimParams, idle_ttl
@@ -58,11 +58,12 @@ class BaselinePolicy:
     def decide(self, snapshot: Snapshot) -> Plan:
         snapshot, overrun_wake = believe_overruns(snapshot)  # a job past its estimate is not ending now
         wakes: list[datetime] = [overrun_wake] if overrun_wake is not None else []
-        actions: list[Action] = self.own_actions(snapshot)
+        room = NodeRoom(snapshot, self.guards.max_nodes)
+        actions: list[Action] = room.keep(self.own_actions(snapshot))
         actions += handle_interruptions(snapshot)
-        actions += burst(snapshot, self.cost, self.burst_params, wakes=wakes)
+        actions += room.keep(burst(snapshot, self.cost, self.burst_params, wakes=wakes))
         actions += idle_ttl(snapshot, self.reclaim_params)
-        plan = apply_guards(Plan(tuple(actions)), snapshot, self.guards)
+        plan = apply_guards(Plan(tuple(actions), held_back=tuple(room.held)), snapshot, self.guards)
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=self.reclaim_params.idle_ttl_s,
                                 guards=self.guards, reads_signals=self.burst_params.prewarm)
 

@@ -13,8 +13,8 @@ from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.defrag import held_moves, hold_nodes
 from policies.estimates import believe_overruns, corrected, runtime_correction
-from policies.guards import GuardParams, apply_guards, enforce_budget, live_nodes
-from policies.preempt import incoming, preempt_for_urgent
+from policies.guards import GuardParams, NodeRoom, apply_guards, enforce_budget
+from policies.preempt import incoming, may_turn_urgent, preempt_for_urgent
 from policies.queue import ReservedQueue
 from policies.quiet import with_quiet_until
 from policies.reclaim import ReclaimParams, idle_ttl, move_back, reserved_room
@@ -56,7 +56,9 @@ class BursterPolicy:
         stopping = enforce_budget(snapshot, p.guards, p.reclaim.tick_s)
         actions += stopping
         actions += handle_interruptions(snapshot)
-        actions += switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s, price_risk=p.risk_switch)
+        slots = NodeRoom(snapshot, p.guards.max_nodes)  # under the node cap: switches first, then bursts
+        actions += slots.keep(switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s,
+                                                     price_risk=p.risk_switch))
         wakes: list[datetime] = [overrun_wake] if overrun_wake is not None else []
         warm = standby(snapshot, self.cost, p.standby)
         if warm.next_change is not None:
@@ -64,10 +66,10 @@ class BursterPolicy:
         swaps: list[Action] = []
         if not stopping:  # no new launches while a hard budget is stopping the burn
             launches = burst(snapshot, self.cost, p.burst, queue, wakes, incoming(snapshot), warm)
-            if p.preempt_onprem:
+            if p.preempt_onprem:  # a launch the cap holds back may still be replaced by reserved GPUs
                 protected = p.guards.protected_node_ids
                 launches, swaps = preempt_for_urgent(snapshot, self.cost, p.burst, launches, protected)
-            actions += warm.holds + launches + swaps
+            actions += warm.holds + slots.keep(launches) + swaps
         kept_warm = warm.keep()
         actions += idle_ttl(snapshot, p.reclaim, kept_warm)
         if p.reclaim.move_back:
@@ -88,11 +90,12 @@ class BursterPolicy:
             # protected nodes can't be checkpointed: launching a job's new nodes would only idle them
             keep = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain)) \
                 | p.guards.protected_node_ids | {n.node_id for n in snapshot.cloud_nodes if n.protected}
-            may_launch = live_nodes(snapshot) < p.guards.max_nodes  # else the guards refuse every launch
-            actions += consolidate(snapshot, self.cost, p.burst, keep, may_launch=may_launch)
+            actions += consolidate(snapshot, self.cost, p.burst, keep, room=slots)
         if p.exclusive_nodes:
             actions = [replace(a, exclusive=True) if isinstance(a, Launch) else a for a in actions]
-        plan = apply_guards(Plan(tuple(_dedupe(actions))), snapshot, p.guards)
+        plan = apply_guards(Plan(tuple(_dedupe(actions)), held_back=tuple(slots.held)), snapshot, p.guards)
+        if p.preempt_onprem and may_turn_urgent((a for a, _ in slots.held), snapshot):
+            return plan  # a reserved job's GPUs may come to replace it as the clock runs: no quiet time
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=p.reclaim.idle_ttl_s, guards=p.guards,
                                 reads_signals=p.burst.prewarm, keep=kept_warm)
 

@@ -7,17 +7,23 @@
   idle cloud node handed to a job, a ``Hold``, is charged its hours there as a launch would be);
 - a soft threshold (``soft_fraction`` of a budget) restricts new launches (and handed nodes) to spot;
 - max live nodes, and a launch rate limit (nodes per minute).
+
+``NodeRoom`` shows the rules the node cap ahead of the guards: a burst it leaves no room for is held
+back (listed in the plan, not refused), so a plan at a full cap can still be empty and quiet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from typing import TypeVar
 
 from burster.lifecycle import LIVE_STATES, NodeState
 from burster.model import Market, Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate, request_id
+
+A = TypeVar("A", bound=Action)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +60,35 @@ def live_nodes(snapshot: Snapshot) -> int:
     return sum(1 for n in snapshot.cloud_nodes if n.state in LIVE_STATES)
 
 
+class NodeRoom:
+    """The cloud node slots ``max_nodes`` leaves this pass, taken as a plan makes launches, in the
+    guards' order: a launch that does not fit is held back (``held``, with why), a later smaller
+    one may still fit. The guards check every launch again; room opens only when a node ends (an
+    event), so a held-back launch does not keep the simulator deciding every tick."""
+
+    __slots__ = ("held", "left", "live", "max_nodes")
+
+    def __init__(self, snapshot: Snapshot, max_nodes: int) -> None:
+        self.max_nodes = max_nodes
+        self.live = live_nodes(snapshot)
+        self.left = max_nodes - self.live
+        self.held: list[tuple[Launch, str]] = []
+
+    def take(self, launch: Launch) -> bool:
+        """Whether ``launch`` fits (its nodes are then taken); if not, it is held back."""
+        if launch.count <= self.left:
+            self.left -= launch.count
+            return True
+        self.held.append((launch, f"max nodes {self.max_nodes} reached ({self.live} live, "
+                                  f"{max(self.left, 0)} slot(s) left this pass, {launch.count} asked); "
+                                  "it waits for a node to end"))
+        return False
+
+    def keep(self, actions: Iterable[A]) -> list[A]:
+        """``actions`` less the launches that do not fit (taken in turn; those are held back)."""
+        return [a for a in actions if not isinstance(a, Launch) or self.take(a)]
+
+
 def launch_usd(a: Launch) -> float:
     return a.count * a.offering.price_per_hour_usd * a.est_hours
 
@@ -88,7 +123,7 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams) -> Plan:
             kept.append(a)
         else:
             refused.append((a, why))
-    return Plan(tuple(kept), tuple(refused))
+    return replace(plan, actions=tuple(kept), refused=tuple(refused))
 
 
 def _refuse_node_action(a: Action, nodes: Mapping[str, object], protected: frozenset[str]) -> str | None:

@@ -16,7 +16,7 @@ has work left after that, a move back; and its pauses cost their wait value. Sin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -36,9 +36,8 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     pending = {j.job_id: j for j in snapshot.pending}
     now = snapshot.now
     # a launch costs its expected bill plus the deadline it may miss while the node boots
-    urgent = [(cost.job_cost_usd(pending[a.job_id], a.offering) + cost.boot_miss_usd(pending[a.job_id], now), a,
-               pending[a.job_id]) for a in launches
-              if a.job_id in pending and pending[a.job_id].nodes == 1 and a.offering.market is Market.ON_DEMAND]
+    urgent = [(cost.job_cost_usd(job, a.offering) + cost.boot_miss_usd(job, now), a, job)
+              for a in launches if (job := _urgent(a, pending)) is not None]
     if not urgent:
         return list(launches), []
     reserved = _Reserved(snapshot, protected, _Away(cost, params, offer_book(snapshot, cost), now))
@@ -67,6 +66,24 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         actions.append(Hold(node_id, job.job_id, now, deadline + timedelta(seconds=cost.p.launch_latency_s), reason=(
             f"hold {node_id} for job {job.job_id} while {p.job.job_id} checkpoints")))
     return [a for a in launches if a.request_id not in replaced], actions
+
+
+def may_turn_urgent(launches: Iterable[Launch], snapshot: Snapshot) -> bool:
+    """Whether ``preempt_for_urgent`` weighs, or may come to weigh, reserved GPUs against any of
+    ``launches`` held back (so not made) with no event: an on-demand launch for a pending
+    single-node job, as its alternatives' reserved jobs near their ends, or one for a single-node
+    deadline job, which turns on-demand as its slack runs out."""
+    pending = {j.job_id: j for j in snapshot.pending}
+    return any(_urgent(a, pending, deadline_too=True) is not None for a in launches)
+
+
+def _urgent(launch: Launch, pending: dict[str, Demand], *, deadline_too: bool = False) -> Demand | None:
+    """The pending single-node job of an on-demand ``launch`` (``deadline_too``: or of any launch for
+    a deadline job), else None."""
+    job = pending.get(launch.job_id or "")
+    if job is None or job.nodes != 1:
+        return None
+    return job if launch.offering.market is Market.ON_DEMAND or (deadline_too and job.deadline is not None) else None
 
 
 def incoming(snapshot: Snapshot) -> frozenset[str]:

@@ -1,0 +1,118 @@
+"""The node cap and launch rate guards, and the node room the rules see them through."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from burster.lifecycle import NodeState
+from burster.model import Demand, Market, Node, Offering, PoolNode, Snapshot, Spend
+from burster.plan import Launch, Plan
+from policies.baselines import GreedySpotPolicy
+from policies.burst import BurstParams
+from policies.burster import BursterParams, BursterPolicy
+from policies.cost import CostModel, CostParams
+from policies.guards import GuardParams, NodeRoom, apply_guards
+from tests.policies.strategies import snapshots
+
+NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
+SPOT = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
+OD = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
+COST = CostModel(CostParams(spot_interruptions_per_hour=0.0, wait_value_usd_per_gpu_hour=0.0, deadline_miss_usd=0.0))
+PARAMS = BurstParams(max_wait_s=600, prewarm=False, cost_trigger=False)
+
+
+def launch(job: str, count: int) -> Launch:
+    return Launch(SPOT, count, f"burst {job}", f"rq-{job}", job_id=job, est_hours=1.0)
+
+
+def cloud_node(i: int, state: NodeState = NodeState.READY) -> Node:
+    return Node(f"c{i}", SPOT, state, NOW - timedelta(hours=1), f"rq{i}", job_id=f"r{i}")
+
+
+def no_reserved_room(jobs: tuple[Demand, ...], live: int, launched_last_minute: int = 0) -> Snapshot:
+    """A full on-prem node with a day of work left, ``jobs`` waiting past their budgets, ``live`` cloud nodes."""
+    pool = (PoolNode("onprem-0", "V100", 8, 0),)
+    nodes = tuple(cloud_node(i) for i in range(live))
+    return Snapshot(NOW, jobs, (), pool, nodes, (SPOT,), spend=Spend(launches_last_minute=launched_last_minute))
+
+
+def waiting(job_id: str, gpus: int = 1) -> Demand:
+    return Demand(job_id, gpus, NOW - timedelta(hours=2), 3600, gpu_model="V100")
+
+
+def test_the_guards_refuse_launches_past_the_node_cap_and_the_launch_rate() -> None:
+    snap = no_reserved_room((), live=3)
+    plan = apply_guards(Plan((launch("a", 1), launch("b", 2), launch("c", 1))), snap, GuardParams(max_nodes=5))
+    assert [a.job_id for a in plan.launches] == ["a", "c"]  # b's two nodes would make 6
+    assert [why for _, why in plan.refused] == ["max nodes 5 reached (4 live, 2 asked)"]
+    rated = apply_guards(Plan((launch("a", 1), launch("b", 1))), no_reserved_room((), 0, launched_last_minute=59),
+                         GuardParams())
+    assert [a.job_id for a in rated.launches] == ["a"]
+    assert [why for _, why in rated.refused] == ["launch rate limit 60/min reached"]
+
+
+def test_the_node_room_takes_launches_in_turn_and_holds_back_those_that_do_not_fit() -> None:
+    # terminated and failed nodes no longer count; booting ones do
+    snap = Snapshot(NOW, (), (), (), (cloud_node(0), cloud_node(1, NodeState.LAUNCHING),
+                                      cloud_node(2, NodeState.TERMINATED), cloud_node(3, NodeState.FAILED)), ())
+    room = NodeRoom(snap, max_nodes=5)
+    assert room.left == 3
+    kept = room.keep([launch("gang", 4), launch("a", 1), launch("b", 2), launch("c", 1)])
+    assert [a.job_id for a in kept] == ["a", "b"]
+    assert [(a.job_id, why) for a, why in room.held] == [
+        ("gang", "max nodes 5 reached (2 live, 3 slot(s) left this pass, 4 asked); it waits for a node to end"),
+        ("c", "max nodes 5 reached (2 live, 0 slot(s) left this pass, 1 asked); it waits for a node to end")]
+
+
+def test_a_gang_the_cap_leaves_no_room_for_is_held_back_and_a_smaller_burst_still_goes() -> None:
+    jobs = (waiting("big", gpus=2), waiting("small"))  # 2 GPUs: two 1-GPU nodes, a gang
+    capped = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(max_nodes=4)))
+    plan = capped.decide(no_reserved_room(jobs, live=3))
+    assert [(a.job_id, a.count) for a in plan.launches] == [("small", 1)]
+    assert [(a.job_id, a.count) for a, _ in plan.held_back] == [("big", 2)] and plan.refused == ()
+    roomy = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(max_nodes=6)))
+    assert [(a.job_id, a.count) for a in roomy.decide(no_reserved_room(jobs, live=3)).launches] == [
+        ("big", 2), ("small", 1)]
+
+
+def test_a_held_back_on_demand_burst_keeps_the_policy_deciding_while_a_reserved_job_may_replace_it() -> None:
+    """Reserved GPUs may take an urgent on-demand launch's place (policies/preempt.py), and whether
+    they do changes as their jobs near their ends, with no event: such a plan names no quiet time."""
+    snap = replace(no_reserved_room((waiting("a"),), live=2), offerings=(OD,))
+    for preempt, quiet in ((True, False), (False, True)):
+        policy = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(max_nodes=2),
+                                                   preempt_onprem=preempt))
+        plan = policy.decide(snap)
+        assert plan.actions == () and [a.job_id for a, _ in plan.held_back] == ["a"]
+        assert (plan.quiet_until is not None) == quiet
+
+
+def test_at_a_full_cap_the_plan_holds_bursts_back_and_stays_quiet() -> None:
+    """Room opens only when a node ends (an event): the plan is empty, names a quiet time, and
+    lists what it held back, for --explain; the guards refuse nothing."""
+    snap = no_reserved_room((waiting("a"), waiting("b")), live=2)
+    for policy in (BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(max_nodes=2))),
+                   GreedySpotPolicy(COST, GuardParams(max_nodes=2))):
+        plan = policy.decide(snap)
+        assert plan.actions == () and plan.refused == ()
+        assert sorted(a.job_id or "" for a, _ in plan.held_back) == ["a", "b"]
+        assert plan.quiet_until is not None
+        assert any(line.startswith("held back launch: ") and "max nodes 2 reached" in line for line in plan.explain())
+    roomy = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(max_nodes=3))).decide(snap)
+    assert len(roomy.launches) == 1 and len(roomy.held_back) == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(snapshots(), st.integers(0, 8))
+def test_no_launch_is_refused_for_the_node_cap(snap: Snapshot, max_nodes: int) -> None:
+    """The rules see the cap through the node room: whatever does not fit is held back, so the
+    guards never refuse a launch for it, and held-back launches are never also in the plan."""
+    plan = BursterPolicy(CostModel(), BursterParams(guards=GuardParams(max_nodes=max_nodes))).decide(snap)
+    assert not any(why.startswith("max nodes") for _, why in plan.refused)
+    live = sum(1 for n in snap.cloud_nodes if n.state not in (NodeState.TERMINATED, NodeState.FAILED))
+    assert sum(a.count for a in plan.launches) <= max(max_nodes - live, 0)
+    assert not {a.request_id for a, _ in plan.held_back} & {a.request_id for a in plan.launches}
