@@ -7,7 +7,8 @@ Idle burst nodes take queued single-node jobs that fit, except jobs waiting for 
 one the controller holds it for (``hold``). Preemption loses the work since the last
 periodic checkpoint; a requested checkpoint saves everything done up to the request. A stopped job
 goes back in the queue at its submission-time place or at the back (``requeue``); a ranked queue
-(``ranker``) is served by priority, then start-by (``providers.sim.queue``).
+(``ranker``) is served by priority, then start-by (``providers.sim.queue``). Which queued jobs
+start where is chosen in ``providers.sim.starts``; this module keeps runs, holds, stops and events.
 """
 
 from __future__ import annotations
@@ -24,17 +25,7 @@ from providers.sim.metrics import PoolMetrics
 from providers.sim.onprem import OnPremNodes
 from providers.sim.queue import PoolQueue
 from providers.sim.runtimes import TrueRuntimes
-
-
-@dataclass
-class _Burst:
-    node_id: str
-    offering: Offering
-    for_job: str | None
-    exclusive: bool = False  # takes only its own job or one the controller holds it for
-    joined: bool = False
-    draining: bool = False
-    job_id: str | None = None
+from providers.sim.starts import BurstNode, start_on_idle_burst, start_on_own_nodes, start_on_reserved
 
 
 @dataclass
@@ -66,7 +57,7 @@ class SimPool:
         self.backfill_depth = backfill_depth
         self.queue = PoolQueue(requeue, ranker)
         self.runs: dict[str, _Run] = {}
-        self.burst: dict[str, _Burst] = {}
+        self.burst: dict[str, BurstNode] = {}
         self.metrics = PoolMetrics(nodes * gpus_per_node)
         self.truth = TrueRuntimes(runtimes, ratios)
         self._cache: dict[str, tuple[object, ...]] = {}
@@ -183,7 +174,7 @@ class SimPool:
         self._changed = True  # schedule() must look at it
 
     def expect(self, node_id: str, offering: Offering, for_job: str | None, *, exclusive: bool = False) -> None:
-        self.burst[node_id] = _Burst(node_id, offering, for_job, exclusive)
+        self.burst[node_id] = BurstNode(node_id, offering, for_job, exclusive)
         self._dirty("running")
 
     def join(self, node_id: str) -> None:
@@ -206,85 +197,9 @@ class SimPool:
             return
         self._changed = False
         booting: set[str | None] = {b.for_job for b in self.burst.values() if b.for_job and not b.draining}
-        self._start_on_burst_nodes(now, booting)
-        self._start_on_reserved(now, booting)
-        self._start_on_idle_burst(now, booting)
-
-    def _start_on_burst_nodes(self, now: datetime, booting: set[str | None]) -> None:
-        nodes_for: dict[str | None, list[_Burst]] = {}
-        for b in self.burst.values():
-            if not b.draining:
-                nodes_for.setdefault(b.for_job, []).append(b)
-        for job_id in [j for j in self.queue if j in booting]:
-            job = self.queue[job_id]
-            mine = nodes_for.get(job_id, [])
-            if mine and all(b.joined and b.job_id is None for b in mine):
-                self._start(job, now, tuple(sorted(b.node_id for b in mine)), ())
-
-    def _start_on_reserved(self, now: datetime, booting: set[str | None]) -> None:
-        if self.onprem.held:  # a job with nodes held for it starts there first, wherever it is queued
-            holders = {j for j, _ in self.onprem.held.values()}
-            for job in [j for j in self.pending() if j.job_id in holders and j.job_id not in booting]:
-                slots = self.onprem.fit_held(job)
-                if slots is not None:
-                    self._start(job, now, (), slots)
-        head_blocked: Demand | None = None
-        shadow = extra = 0.0
-        scanned = 0
-        for job in self.pending():
-            if job.job_id in booting:
-                continue
-            if head_blocked is not None:
-                scanned += 1
-                if scanned > self.backfill_depth or self.onprem.free_total == 0:
-                    break
-            slots = self.onprem.fit(job, now.timestamp())
-            if slots is None:
-                if head_blocked is None:
-                    head_blocked = job
-                    shadow, extra = self._shadow(job, now)
-                continue
-            if head_blocked is not None:
-                ends = now + timedelta(seconds=job.remaining_s)
-                if ends.timestamp() > shadow and job.gpus > extra:
-                    continue
-                if ends.timestamp() > shadow:
-                    extra -= job.gpus
-            self._start(job, now, (), slots)
-
-    def _shadow(self, head: Demand, now: datetime) -> tuple[float, float]:
-        """EASY backfill: when the head job can start, and GPUs spare at that time."""
-        if not self.onprem.can_ever_fit(head):
-            return math.inf, float(self.onprem.free_total)
-        free = self.onprem.free_total - self.onprem.held_free(head.job_id)
-        for t, g in self._ends:
-            free += g
-            if free >= head.gpus:
-                return t, float(free - head.gpus)
-        return math.inf, float(free)
-
-    def _start_on_idle_burst(self, now: datetime, booting: set[str | None]) -> None:
-        """Idle joined burst nodes take queued single-node jobs that fit, except a job whose own nodes
-        are booting: it is allocated to them (as Slurm allocates a job to cloud nodes it powers up).
-        A node launched for a job that runs elsewhere (a move to cheaper capacity) waits for it."""
-        idle = [b for b in self.burst.values() if b.joined and not b.draining and b.job_id is None and not b.exclusive
-                and (b.for_job is None or (b.for_job not in self.queue and b.for_job not in self.runs))]
-        if not idle:
-            return
-        # queue order; each job gets the cheapest idle node that fits (Slurm: node Weight = price)
-        idle.sort(key=lambda b: (b.offering.price_per_hour_usd, b.node_id))
-        for job in self.pending():
-            if job.job_id in booting or job.nodes != 1:
-                continue
-            for i, b in enumerate(idle):
-                o = b.offering
-                if job.gpus <= o.gpus_per_node and (not job.gpu_model or job.gpu_model == o.gpu_model):
-                    b.for_job = None
-                    self._start(job, now, (b.node_id,), ())
-                    del idle[i]
-                    break
-            if not idle:
-                return
+        start_on_own_nodes(self.queue, self.burst, booting, now, self._start)
+        start_on_reserved(self.pending, self.onprem, self._ends, self.backfill_depth, booting, now, self._start)
+        start_on_idle_burst(self.pending(), self.burst, self.queue, self.runs, booting, now, self._start)
 
     def _start(self, job: Demand, now: datetime, burst_ids: tuple[str, ...],
                slots: tuple[tuple[int, int], ...]) -> None:
