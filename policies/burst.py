@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from burster.model import Demand, JobClass, Market, Node, Offering, PoolNode, Snapshot, queue_key
 from burster.plan import Launch, request_id
 from policies.cost import CostModel
-from policies.estimates import estimate_scale
+from policies.estimates import estimate_scale, runs_long, taken_long
 from policies.offers import ANY, OfferBook, offer_book
 from policies.queue import ReservedQueue, held_by_job
 from policies.standby import USABLE, Standby, free_nodes, live_jobs, prewarm, stock_launches
@@ -60,6 +60,9 @@ class BurstParams:
     # defer to this share of a budget: the quantile of true / estimated runtime over recently finished
     # jobs (at most 1), so that most deferring jobs keep the budget of their true runtime
     defer_quantile: float = 0.05
+    # a deadline job not running yet chooses spot or on-demand as if it ran this quantile of true /
+    # estimated runtime over recently finished jobs (at least 1x its estimate; 0: as estimated)
+    market_quantile: float = 0.0
 
 
 def slack_s(job: Demand, now: datetime, cost: CostModel) -> float:
@@ -121,8 +124,11 @@ def defer_left_s(job: Demand, waited_s: float, cost: CostModel, params: BurstPar
     return scale * wait_budget_s(job, params) - waited_s - cost.p.launch_latency_s - params.defer_margin_s
 
 
-def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, book: OfferBook) -> Offering | None:
-    """The offering a job would burst to under these params (None: nothing launchable)."""
+def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, book: OfferBook,
+           long: float = 1.0) -> Offering | None:
+    """The offering a job would burst to under these params (None: nothing launchable), its remaining
+    run taken ``long`` times as long if it has a deadline (``policies.estimates.runs_long``)."""
+    job = taken_long(job, long)
     for markets in params.market_order:
         offering = book.best(job, markets, by_price=params.by_price)
         if offering is not None:
@@ -193,6 +199,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     served |= incoming
     held = held_by_job(snapshot.pool_nodes)
     scale = estimate_scale(snapshot.runtime_ratios, params.defer_quantile) if params.defer_to_budget else 1.0
+    long = runs_long(snapshot.runtime_ratios, params.market_quantile)
     launches: list[Launch] = []
     for job in sorted(snapshot.pending, key=lambda j: (-j.priority, queue_key(j), j.submitted_at, j.job_id)):
         if job.job_id in served:
@@ -207,7 +214,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         queued_s = (now - (job.queued_at or job.submitted_at)).total_seconds()
         # the pool may not have looked yet, or it will surely start it: it fits and so does the queue
         fresh = wait_s == 0.0 and (queued_s < params.stuck_after_s or room.surely_starts(job))
-        offering = None if fresh else choose(job, now, cost, params, book)
+        offering = None if fresh else choose(job, now, cost, params, book, long)
         deferring = offering is not None and defers(job, waited_s, now, cost, params, offering, scale)
         launch = None if offering is None else _consider(job, offering, deferring, wait_s, waited_s, now, cost,
                                                          params, scale)

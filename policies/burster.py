@@ -23,7 +23,7 @@ from policies.standby import StandbyParams, standby
 
 @dataclass(frozen=True, slots=True)
 class BursterParams:
-    burst: BurstParams = field(default_factory=lambda: BurstParams(defer_to_budget=True))
+    burst: BurstParams = field(default_factory=lambda: BurstParams(defer_to_budget=True, market_quantile=0.9))
     reclaim: ReclaimParams = field(default_factory=ReclaimParams)
     guards: GuardParams = field(default_factory=GuardParams)
     preempt_onprem: bool = True  # requeue a reserved job for an urgent one when that is cheaper (policies/preempt.py)

@@ -4,7 +4,8 @@ The pool reports true / estimated runtime for the jobs it finished last (``Snaps
 Slurm: elapsed / time limit). Two uses: a systematic error is corrected in every estimate the
 policy reads (``runtime_correction``, ``corrected``: time limits twice the runtimes make deadlines
 look out of reach and costs twice what they are), and the rest of the spread decides how much of an
-estimate-based wait budget a deferring job may use (``estimate_scale``). Estimates are shortened
+estimate-based wait budget a deferring job may use (``estimate_scale``) and how long a deadline job
+not running yet is taken to run when its market is chosen (``runs_long``, ``taken_long``). Estimates are shortened
 only as far as nearly every job ran within: where some users set careful limits and others set
 loose ones, shortening by the median would make the careful users' deadline jobs look safe when
 they are not. A job still running past its estimate (on reserved or cloud nodes) is believed to need
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from burster.model import Demand, Placement, Snapshot
+from burster.model import Demand, JobClass, Placement, Snapshot
 
 MIN_RATIOS = 20  # finished jobs needed before their runtime ratios are used (until then: trusted as given)
 TRUSTED_WITHIN = 1.25  # ratios within [1/1.25, 1.25] of the truth are noise in the sample: estimates stand
@@ -62,6 +63,23 @@ def estimate_scale(ratios: Sequence[float], quantile: float) -> float:
     if len(ratios) < MIN_RATIOS:
         return 1.0
     return min(1.0, _quantile(_sorted(ratios), quantile))
+
+
+def runs_long(ratios: Sequence[float], quantile: float) -> float:
+    """How many times its estimate a job is taken to run when a deadline job's market is chosen: the
+    ``quantile`` of true / estimated runtime over recently finished jobs (``Snapshot.runtime_ratios``),
+    at least 1; 1 until ``MIN_RATIOS`` jobs have finished, or with ``quantile`` 0 (off)."""
+    if quantile <= 0.0 or len(ratios) < MIN_RATIOS:
+        return 1.0
+    return max(1.0, _quantile(_sorted(ratios), quantile))
+
+
+def taken_long(job: Demand, factor: float) -> Demand:
+    """``job`` with its remaining run ``factor`` times as long, if it has a deadline to meet (a
+    best-effort job's market does not depend on how long it runs)."""
+    if factor == 1.0 or job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
+        return job
+    return replace(job, est_runtime_s=job.done_s + job.remaining_s * factor)
 
 
 def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:

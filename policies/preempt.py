@@ -25,6 +25,7 @@ from burster.model import Demand, Market, Offering, Placement, PoolNode, Snapsho
 from burster.plan import Action, Hold, Launch, Preempt
 from policies.burst import BurstParams, choose, slack_s
 from policies.cost import CostModel
+from policies.estimates import runs_long
 from policies.offers import OfferBook, offer_book
 
 
@@ -40,7 +41,8 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
               for a in launches if (job := _urgent(a, pending)) is not None]
     if not urgent:
         return list(launches), []
-    reserved = _Reserved(snapshot, protected, _Away(cost, params, offer_book(snapshot, cost), now))
+    long = runs_long(snapshot.runtime_ratios, params.market_quantile)  # as burst chooses for a requeued job
+    reserved = _Reserved(snapshot, protected, _Away(cost, params, offer_book(snapshot, cost), now, long))
     replaced: set[str] = set()
     actions: list[Action] = []
     for launch_usd, launch, job in sorted(urgent, key=lambda u: (-u[0], u[2].job_id)):
@@ -196,8 +198,9 @@ class _Away:
     on the cloud than the urgent job's (a swap moves work to a cheaper market, it does not merely
     shorten the cloud run)."""
 
-    def __init__(self, cost: CostModel, params: BurstParams, book: OfferBook, now: datetime) -> None:
-        self.cost, self.params, self.book, self.now = cost, params, book, now
+    def __init__(self, cost: CostModel, params: BurstParams, book: OfferBook, now: datetime,
+                 long: float = 1.0) -> None:
+        self.cost, self.params, self.book, self.now, self.long = cost, params, book, now, long
         self._targets: dict[str, _Target | None] = {}
 
     def target(self, p: Placement) -> _Target | None:
@@ -214,7 +217,7 @@ class _Away:
         slack = slack_s(job, later, cost)
         if slack < self.params.deadline_margin_s + cost.p.restart_overhead_s:
             return None
-        offering = choose(job, later, cost, self.params, self.book)
+        offering = choose(job, later, cost, self.params, self.book, self.long)
         if offering is None:
             return None
         hourly = cost.run_rate_usd_per_hour(job, offering)

@@ -100,6 +100,16 @@ def test_the_defer_quantile_reaches_the_policy_and_is_range_checked() -> None:
     assert "policy.defer_quantile" in str(info.value) and "less than or equal to 1" in str(info.value)
 
 
+def test_the_market_quantile_reaches_the_policy_and_is_range_checked() -> None:
+    cfg = parse_config({"policy": {"market_quantile": 0.75}})
+    policy = build_policy("burster", cfg, cost_model(cfg))
+    assert isinstance(policy, BursterPolicy) and policy.params.burst.market_quantile == 0.75
+    assert parse_config({}).policy.market_quantile == BursterPolicy().params.burst.market_quantile == 0.9
+    with pytest.raises(ConfigError) as info:
+        parse_config({"policy": {"market_quantile": -0.1}})
+    assert "policy.market_quantile" in str(info.value) and "greater than or equal to 0" in str(info.value)
+
+
 def test_exclusive_nodes_and_standby_are_off_by_default_reach_the_policy_and_are_range_checked() -> None:
     default = build_policy("burster", parse_config({}), cost_model(parse_config({})))
     assert isinstance(default, BursterPolicy)

@@ -64,6 +64,21 @@ def test_a_deadline_job_bursts_on_spot_before_queueing_would_force_it_onto_on_de
     assert burst(snapshot(deadline_job(slack_s=50_000), busy_for_s=5_000), COST, PARAMS) == []
 
 
+def test_a_deadline_job_chooses_its_market_for_the_runtime_its_estimate_may_run_to() -> None:
+    """Spot fits a strict job's slack as estimated (2820 s of it: room for the changeover and margin),
+    not if it ran twice as long, as one in seven recent jobs did against its estimate: with
+    ``market_quantile`` 0.9 it bursts to on-demand; the wait rules still read the estimate."""
+    job = deadline_job(slack_s=3_000, runtime_s=3_600)
+    snap = replace(snapshot(job, busy_for_s=20_000), runtime_ratios=(1.0,) * 17 + (2.0,) * 3)
+    (as_estimated,) = burst(snap, COST, PARAMS)
+    assert as_estimated.offering is SPOT
+    (spread,) = burst(snap, COST, replace(PARAMS, market_quantile=0.9))
+    assert spread.offering is OD and spread.reason.split(";")[0] == as_estimated.reason.split(";")[0]
+    assert spread.est_hours == as_estimated.est_hours  # the launch is still priced and budgeted as estimated
+    exact = replace(snap, runtime_ratios=(1.0,) * 20)
+    assert burst(exact, COST, replace(PARAMS, market_quantile=0.9))[0].offering is SPOT
+
+
 def fragmented(job: Demand) -> Snapshot:
     """Two 8-GPU nodes with one GPU free on each: 2 GPUs free in all, but no node fits a 2-GPU job."""
     pool = (PoolNode("onprem-0", "V100", 8, 1), PoolNode("onprem-1", "V100", 8, 1))

@@ -1,4 +1,5 @@
-"""Learning from finished jobs how far off runtime estimates are: the correction and the deferral scale."""
+"""Learning from finished jobs how far off runtime estimates are: the correction, the deferral scale, the
+runtime a deadline job's market is chosen for, and the belief about jobs past their estimates."""
 
 from __future__ import annotations
 
@@ -15,7 +16,16 @@ from policies.baselines import ComputeWaitPolicy, GreedySpotPolicy
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
 from policies.deadline import switch_behind_schedule
-from policies.estimates import MIN_RATIOS, OVERRUN_STEP, believe_overruns, corrected, estimate_scale, runtime_correction
+from policies.estimates import (
+    MIN_RATIOS,
+    OVERRUN_STEP,
+    believe_overruns,
+    corrected,
+    estimate_scale,
+    runs_long,
+    runtime_correction,
+    taken_long,
+)
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 
@@ -27,6 +37,18 @@ def test_the_estimate_scale_is_a_low_quantile_of_recent_runtime_ratios_at_most_o
     assert estimate_scale(ratios, 0.05) == ratios[5]
     assert estimate_scale(ratios, 0.0) == 0.2 and estimate_scale(ratios, 1.0) == 1.0  # never more than 1
     assert estimate_scale((1.0,) * 256, 0.05) == 1.0  # exact estimates leave the budget whole
+
+
+def test_a_deadline_job_is_taken_to_run_a_high_quantile_of_recent_runtime_ratios_at_least_its_estimate() -> None:
+    ratios = tuple(0.2 + 0.01 * i for i in range(200))  # 0.20 .. 2.19
+    assert runs_long(ratios, 0.9) == ratios[180] and runs_long(ratios, 0.0) == 1.0  # 0: off
+    assert runs_long(ratios[:MIN_RATIOS - 1], 0.9) == 1.0  # too few finished jobs to trust
+    assert runs_long((0.5,) * 256, 0.9) == 1.0  # estimates that run long never shorten it
+    job = Demand("d", 1, NOW, 3600, deadline=NOW + timedelta(hours=3), job_class=JobClass.STRICT, done_s=600)
+    long = taken_long(job, 2.0)
+    assert (long.done_s, long.remaining_s) == (600, 6000)  # the work left doubles, the work done stays
+    assert taken_long(replace(job, job_class=JobClass.BEST_EFFORT), 2.0).remaining_s == 3000
+    assert taken_long(replace(job, deadline=None), 2.0).remaining_s == 3000
 
 
 def test_estimates_are_lengthened_by_the_median_and_shortened_only_as_far_as_nearly_all_jobs_ran() -> None:

@@ -167,3 +167,20 @@ def test_a_boot_that_may_outlast_a_short_slack_makes_preempting_pay() -> None:
     exact = CostModel(replace(COST.p, launch_latency_sigma=0.0))
     assert kinds(BursterPolicy(exact, POLICY.params), snap) == [("launch", "urgent@on_demand")]
     assert kinds(POLICY, snap) == [("preempt", "k"), ("hold", "urgent")]
+
+
+def test_a_deadline_job_is_sent_away_only_where_its_market_allows_for_estimates_that_run_short() -> None:
+    """Requeued, a reserved job bursts by the burst rule, which takes a deadline job to run as long
+    as the 90th percentile of true / estimated runtime says (``market_quantile``): priced at spot
+    when it would be sent to on-demand, the swap would save nothing. Most jobs ran as estimated
+    (no correction), one in seven twice as long."""
+    ratios = (1.0,) * 17 + (2.0,) * 3
+    k = on_prem("k", 1, 120, deadline=NOW + timedelta(minutes=120 + 90), job_class=JobClass.STRICT)
+    bulk = on_prem("bulk", 7, 600, deadline=NOW + timedelta(hours=11), job_class=JobClass.STRICT)
+    snap = replace(snapshot(bulk, k), runtime_ratios=ratios)
+    as_estimated = BursterPolicy(COST, BursterParams(burst=BurstParams(prewarm=False)))
+    assert kinds(as_estimated, snap) == [("preempt", "k"), ("hold", "urgent")]
+    spread = BursterPolicy(COST, BursterParams(burst=BurstParams(prewarm=False, market_quantile=0.9)))
+    assert kinds(spread, snap) == [("launch", "urgent@on_demand")]
+    roomy = on_prem("k", 1, 120, deadline=NOW + timedelta(minutes=120 + 200), job_class=JobClass.STRICT)
+    assert kinds(spread, replace(snap, running=(bulk, roomy))) == [("preempt", "k"), ("hold", "urgent")]
