@@ -1,11 +1,11 @@
 """What the policy learns from finished jobs about the runtime estimates it is given.
 
 The pool reports true / estimated runtime for the jobs it finished last (``Snapshot.runtime_ratios``;
-Slurm: elapsed / time limit). Two uses: a systematic error is corrected in every estimate the
-policy reads (``runtime_correction``, ``corrected``: time limits twice the runtimes make deadlines
-look out of reach and costs twice what they are), and the rest of the spread decides how much of an
-estimate-based wait budget a deferring job may use (``estimate_scale``) and how long a deadline job
-not running yet is taken to run when its market is chosen (``runs_long``, ``taken_long``). Estimates are shortened
+Slurm: elapsed / time limit). A systematic error is corrected in every estimate the policy reads
+(``runtime_correction``, ``corrected``: time limits twice the runtimes make deadlines look out of
+reach and costs twice what they are); the spread left decides how much of an estimate-based wait
+budget a deferring job may use (``estimate_scale``) and how long a deadline job not running yet is
+taken to run when its market is chosen (``runs_long``, ``taken_long``). Estimates are shortened
 only as far as nearly every job ran within: where some users set careful limits and others set
 loose ones, shortening by the median would make the careful users' deadline jobs look safe when
 they are not. A job still running past its estimate (on reserved or cloud nodes) is believed to need
