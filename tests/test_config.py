@@ -90,24 +90,19 @@ def test_correcting_estimates_is_on_by_default_and_can_be_turned_off() -> None:
     assert isinstance(off, BursterPolicy) and not off.params.correct_estimates
 
 
-def test_the_defer_quantile_reaches_the_policy_and_is_range_checked() -> None:
-    cfg = parse_config({"policy": {"defer_quantile": 0.2}})
+@pytest.mark.parametrize(("key", "value", "default", "bad", "why"), [
+    ("defer_quantile", 0.2, 0.05, 1.5, "less than or equal to 1"),
+    ("market_quantile", 0.75, 0.9, -0.1, "greater than or equal to 0"),
+])
+def test_a_quantile_reaches_the_burst_rule_defaults_as_the_policy_does_and_is_range_checked(
+        key: str, value: float, default: float, bad: float, why: str) -> None:
+    cfg = parse_config({"policy": {key: value}})
     policy = build_policy("burster", cfg, cost_model(cfg))
-    assert isinstance(policy, BursterPolicy) and policy.params.burst.defer_quantile == 0.2
-    assert parse_config({}).policy.defer_quantile == BursterPolicy().params.burst.defer_quantile == 0.05
+    assert isinstance(policy, BursterPolicy) and getattr(policy.params.burst, key) == value
+    assert getattr(parse_config({}).policy, key) == getattr(BursterPolicy().params.burst, key) == default
     with pytest.raises(ConfigError) as info:
-        parse_config({"policy": {"defer_quantile": 1.5}})
-    assert "policy.defer_quantile" in str(info.value) and "less than or equal to 1" in str(info.value)
-
-
-def test_the_market_quantile_reaches_the_policy_and_is_range_checked() -> None:
-    cfg = parse_config({"policy": {"market_quantile": 0.75}})
-    policy = build_policy("burster", cfg, cost_model(cfg))
-    assert isinstance(policy, BursterPolicy) and policy.params.burst.market_quantile == 0.75
-    assert parse_config({}).policy.market_quantile == BursterPolicy().params.burst.market_quantile == 0.9
-    with pytest.raises(ConfigError) as info:
-        parse_config({"policy": {"market_quantile": -0.1}})
-    assert "policy.market_quantile" in str(info.value) and "greater than or equal to 0" in str(info.value)
+        parse_config({"policy": {key: bad}})
+    assert f"policy.{key}" in str(info.value) and why in str(info.value)
 
 
 def test_exclusive_nodes_and_standby_are_off_by_default_reach_the_policy_and_are_range_checked() -> None:
