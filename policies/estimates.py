@@ -75,11 +75,12 @@ def runs_long(ratios: Sequence[float], quantile: float) -> float:
 
 
 def taken_long(job: Demand, factor: float) -> Demand:
-    """``job`` with its remaining run ``factor`` times as long, if it has a deadline to meet (a
-    best-effort job's market does not depend on how long it runs)."""
+    """``job`` taken to run ``factor`` times its estimate, if it has a deadline to meet (a
+    best-effort job's market does not depend on how long it runs). The work it has done stays: the
+    spread is of whole runs, so a job requeued part-way is taken to overrun by as much as before."""
     if factor == 1.0 or job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
         return job
-    return replace(job, est_runtime_s=job.done_s + job.remaining_s * factor)
+    return replace(job, est_runtime_s=job.est_runtime_s * factor)
 
 
 def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:

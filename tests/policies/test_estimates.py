@@ -46,7 +46,9 @@ def test_a_deadline_job_is_taken_to_run_a_high_quantile_of_recent_runtime_ratios
     assert runs_long((0.5,) * 256, 0.9) == 1.0  # estimates that run long never shorten it
     job = Demand("d", 1, NOW, 3600, deadline=NOW + timedelta(hours=3), job_class=JobClass.STRICT, done_s=600)
     long = taken_long(job, 2.0)
-    assert (long.done_s, long.remaining_s) == (600, 6000)  # the work left doubles, the work done stays
+    assert (long.done_s, long.remaining_s) == (600, 6600)  # twice the estimate, the work done kept
+    later = replace(job, done_s=1800)  # 20 minutes on: the overrun is the same 3600 s
+    assert taken_long(later, 2.0).remaining_s == later.remaining_s + 3600 == long.remaining_s - 1200
     assert taken_long(replace(job, job_class=JobClass.BEST_EFFORT), 2.0).remaining_s == 3000
     assert taken_long(replace(job, deadline=None), 2.0).remaining_s == 3000
 

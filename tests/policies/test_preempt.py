@@ -182,5 +182,5 @@ def test_a_deadline_job_is_sent_away_only_where_its_market_allows_for_estimates_
     assert kinds(as_estimated, snap) == [("preempt", "k"), ("hold", "urgent")]
     spread = BursterPolicy(COST, BursterParams(burst=BurstParams(prewarm=False, market_quantile=0.9)))
     assert kinds(spread, snap) == [("launch", "urgent@on_demand")]
-    roomy = on_prem("k", 1, 120, deadline=NOW + timedelta(minutes=120 + 200), job_class=JobClass.STRICT)
+    roomy = on_prem("k", 1, 120, deadline=NOW + timedelta(minutes=120 + 300), job_class=JobClass.STRICT)
     assert kinds(spread, replace(snap, running=(bulk, roomy))) == [("preempt", "k"), ("hold", "urgent")]
