@@ -12,6 +12,10 @@ cheaper on the cloud than the urgent job's: the urgent job's launch is saved; th
 on its own cheapest offering for as long as the urgent job would have run (then its GPUs free up
 again and move-back may bring it home), pays a relaunch (boot and restart billed) and, when it
 has work left after that, a move back; and its pauses cost their wait value. Single-node jobs only.
+A job sent away is priced where the burst rule would send it once requeued: a deadline job's
+market chosen for its run taken as long as ``BurstParams.market_quantile`` says
+(``policies.estimates.runs_long``); priced on the estimate instead, swaps chained, a requeued job
+preempting the next.
 """
 
 from __future__ import annotations
