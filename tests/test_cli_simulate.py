@@ -220,3 +220,15 @@ def test_a_job_that_never_starts_counts_in_the_waits_and_misses(tmp_path: Path,
     assert (out["jobs"], out["jobs_finished"], out["jobs_never_started"]) == (3, 2, 1)
     assert out["wait_p50_s"] == 0 and out["wait_p99_s"] > 86_400  # b waited until the run ended
     assert (out["deadline_misses"], out["hard_deadline_misses"]) == (1, 1)
+
+
+def test_explain_lists_bursts_the_node_cap_holds_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """At a full cap, --explain names the job each held-back launch was for and why it waits; the
+    guards refuse no burst for the cap (the rules saw it first)."""
+    config = tmp_path / "burster.toml"
+    config.write_text("[guards]\nmax_nodes = 2\n")
+    assert main(["simulate", "--demo", "--days", "1", "--pool-nodes", "6", "--explain", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    held = [line for line in out.splitlines() if " held back launch: job philly-" in line]
+    assert held and all("max nodes 2 reached" in line and "it waits for a node to end" in line for line in held)
+    assert "refused launch: max nodes" not in out
