@@ -126,8 +126,8 @@ def defer_left_s(job: Demand, waited_s: float, cost: CostModel, params: BurstPar
 
 def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, book: OfferBook,
            long: float = 1.0) -> Offering | None:
-    """The offering a job would burst to under these params (None: nothing launchable), its remaining
-    run taken ``long`` times as long if it has a deadline (``policies.estimates.runs_long``)."""
+    """The offering a job would burst to under these params (None: nothing launchable), a deadline
+    job taken to run ``long`` times its estimate (``policies.estimates.runs_long``, ``taken_long``)."""
     job = taken_long(job, long)
     for markets in params.market_order:
         offering = book.best(job, markets, by_price=params.by_price)

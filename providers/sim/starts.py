@@ -47,7 +47,8 @@ def start_on_own_nodes(queue: PoolQueue, burst: Mapping[str, BurstNode], booting
 def start_on_reserved(pending: Callable[[], Sequence[Demand]], onprem: OnPremNodes, ends: Sequence[tuple[float, int]],
                       depth: int, booting: set[str | None], now: datetime, start: Start) -> None:
     """Jobs with reserved nodes held for them first, then the queue in order with EASY backfill
-    (``depth`` jobs past a blocked head at most; ``ends``: (end, GPUs) of on-prem runs, sorted)."""
+    (``depth`` jobs past a blocked head at most; ``ends``: (end, GPUs) of on-prem runs, sorted).
+    ``pending`` is called once per phase: the queue as served after the held jobs started."""
     if onprem.held:  # a job with nodes held for it starts there first, wherever it is queued
         holders = {j for j, _ in onprem.held.values()}
         for job in [j for j in pending() if j.job_id in holders and j.job_id not in booting]:
