@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from burster.billing import billing_rule
-from burster.model import Demand, Market, Offering, Placement, PoolNode, Snapshot
+from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Action, Hold, Launch, Preempt
 from policies.burst import BurstParams, choose, slack_s
 from policies.cost import CostModel
@@ -85,11 +85,12 @@ def may_turn_urgent(launches: Iterable[Launch], snapshot: Snapshot) -> bool:
 
 def _urgent(launch: Launch, pending: dict[str, Demand], *, deadline_too: bool = False) -> Demand | None:
     """The pending single-node job of an on-demand ``launch`` (``deadline_too``: or of any launch for
-    a deadline job), else None."""
+    a job with a deadline to meet, not a best-effort one), else None."""
     job = pending.get(launch.job_id or "")
     if job is None or job.nodes != 1:
         return None
-    return job if launch.offering.market is Market.ON_DEMAND or (deadline_too and job.deadline is not None) else None
+    deadline = job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT
+    return job if launch.offering.market is Market.ON_DEMAND or (deadline_too and deadline) else None
 
 
 def incoming(snapshot: Snapshot) -> frozenset[str]:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, Market, Node, Offering, PoolNode, Snapshot, Spend
+from burster.model import Demand, JobClass, Market, Node, Offering, PoolNode, Snapshot, Spend
 from burster.plan import Launch, Plan
 from policies.baselines import GreedySpotPolicy
 from policies.burst import BurstParams
@@ -88,6 +88,17 @@ def test_a_held_back_on_demand_burst_keeps_the_policy_deciding_while_a_reserved_
                                                    preempt_onprem=preempt))
         plan = policy.decide(snap)
         assert plan.actions == () and [a.job_id for a, _ in plan.held_back] == ["a"]
+        assert (plan.quiet_until is not None) == quiet
+
+
+def test_a_held_back_spot_burst_keeps_the_policy_deciding_only_for_a_job_with_a_deadline_to_meet() -> None:
+    """A deadline job's spot launch turns on-demand as its slack runs out (then preempt may weigh
+    reserved GPUs against it), with no event; a best-effort job's deadline is no such clock."""
+    policy = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(max_nodes=2)))
+    for job_class, quiet in ((JobClass.STRICT, False), (JobClass.BEST_EFFORT, True)):
+        job = replace(waiting("a"), deadline=NOW + timedelta(hours=6), job_class=job_class)
+        plan = policy.decide(no_reserved_room((job,), live=2))
+        assert [(a.job_id, a.offering.market) for a, _ in plan.held_back] == [("a", Market.SPOT)]
         assert (plan.quiet_until is not None) == quiet
 
 
