@@ -151,6 +151,7 @@ def test_a_job_past_its_estimate_is_believed_to_need_the_next_step_of_it() -> No
     # at the step's end it is not past it yet; just after, it needs the next step
     at_end, _ = believe_overruns(replace(snap, now=NOW + timedelta(minutes=25)))
     assert at_end.running[0].job.est_runtime_s == 3_600.0 * 2.25
+    assert believe_overruns(replace(snap, now=NOW + timedelta(minutes=20)))[0].running[0] is at_end.running[0]  # reused
     after, wake = believe_overruns(replace(snap, now=NOW + timedelta(minutes=25, seconds=10)))
     assert after.running[0].job.est_runtime_s == 3_600.0 * OVERRUN_STEP ** 3
     assert wake == NOW - timedelta(minutes=100) + timedelta(seconds=3_600.0 * OVERRUN_STEP ** 3 - 600.0,
