@@ -221,7 +221,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         if launch is not None and wait_s == 0.0 and idle.take(job) is not None:
             continue
         if launch is not None and offering is not None and standby is not None and standby.free and \
-                standby.take(job, _may_take(job, offering, now, cost, params), now, launch):
+                standby.take(job, _may_take(job, offering, now, cost, params, long), now, launch):
             continue
         if launch is None:
             queue.enqueue(job)
@@ -243,11 +243,13 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
 
 
 def _may_take(job: Demand, chosen: Offering, now: datetime, cost: CostModel,
-             params: BurstParams) -> Callable[[Node], bool]:
+             params: BurstParams, long: float = 1.0) -> Callable[[Node], bool]:
     """Whether an idle exclusive node may take ``job`` instead of a launch to ``chosen``: the same
     market and, for a deadline job on spot, a pool its rework limit allows (any node, if a launch
     would come too late for its deadline and starting now would not), and a run there costing,
-    deadline risk included, no more than ``chosen``'s plus the boot's wait it saves."""
+    deadline risk included, no more than ``chosen``'s plus the boot's wait it saves. The job is
+    taken to run ``long`` times its estimate, as when ``chosen`` was chosen (``choose``)."""
+    job = taken_long(job, long)
     limit = spot_rework_limit(job, now, cost, params)
     slack = slack_s(job, now, cost)
     late = slack < 0  # a launch now would miss the deadline: only an idle node can make it
