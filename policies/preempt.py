@@ -111,20 +111,29 @@ class _Reserved:
     """The reserved jobs an urgent job may take the node of: running single-node jobs, not stopping,
     not at their expected end (one past its estimate counts by the step of it the policy believes it
     needs: ``policies.estimates.believe_overruns``), on unheld, unprotected nodes. Each
-    node (so each job) goes to one urgent job at most."""
+    node (so each job) goes to one urgent job at most.
+
+    Indexed for many urgent jobs over many reserved ones: candidates are grouped by what fitting
+    reads (GPU model, free GPUs, free GPUs once the job leaves), each group by (seconds left,
+    index), and, once priced, by their target's price terms too, within which the floor of
+    ``_floors`` rises with the seconds left."""
 
     def __init__(self, snapshot: Snapshot, protected: frozenset[str], away: _Away) -> None:
         nodes = {n.node_id: n for n in snapshot.pool_nodes}
         self.away = away
         self.taken: set[str] = set()
-        self.candidates: list[_Candidate] = []
+        self.by_fit: dict[_FitKey, list[_Candidate]] = {}
         for i, p in enumerate(snapshot.running):
             if p.on_cloud or p.stopping_at is not None or p.job.nodes != 1 or len(p.node_ids) != 1:
                 continue
             node = nodes.get(p.node_ids[0])
             left_s = p.remaining_s(away.now)
             if node is not None and not node.held_for and node.node_id not in protected and left_s > 0:
-                self.candidates.append(_Candidate(i, p, node, left_s))
+                key = (node.gpu_model, node.free_gpus, node.free_gpus + p.job.gpus)
+                self.by_fit.setdefault(key, []).append(_Candidate(i, p, node, left_s))
+        for group in self.by_fit.values():
+            group.sort(key=lambda c: (c.left_s, c.index))
+        self._priced: dict[_FitKey, list[_Priced]] | None = None
 
     def choose(self, job: Demand, launch_usd: float, rate: float) -> tuple[float, bool, Placement, str] | None:
         """(saving, wait?, reserved job, node) for an urgent job whose launch costs ``launch_usd`` at
@@ -132,14 +141,18 @@ class _Reserved:
         the deadline), else the one cheapest to send away, if that saves money; ties go to the sooner
         end, then the earlier in the snapshot. The node is taken."""
         cost = self.away.cost
-        fitting = [c for c in self.candidates if c.node.node_id not in self.taken and _fits(job, c)]
+        keys = [k for k in self.by_fit if (not job.gpu_model or job.gpu_model == k[0]) and k[1] < job.gpus <= k[2]]
         wait_limit_s = min(cost.p.launch_latency_s, slack_s(job, self.away.now, cost) + cost.p.launch_latency_s)
-        waits = [c for c in fitting if c.left_s <= wait_limit_s]
-        if waits:
-            c = min(waits, key=lambda c: (c.left_s, c.index))
-            self.taken.add(c.node.node_id)
-            return launch_usd, True, c.placement, c.node.node_id
-        floors = sorted(self._floors(fitting, job, launch_usd, rate))
+        wait: _Candidate | None = None
+        for k in keys:  # each group's first job not taken, if it ends within the limit
+            c = next((c for c in self.by_fit[k] if c.node.node_id not in self.taken), None)
+            if c is not None and c.left_s <= wait_limit_s and (wait is None or (c.left_s, c.index) < (wait.left_s,
+                                                                                                        wait.index)):
+                wait = c
+        if wait is not None:
+            self.taken.add(wait.node.node_id)
+            return launch_usd, True, wait.placement, wait.node.node_id
+        floors = sorted(self._floors(keys, job, launch_usd, rate))
         best: tuple[float, float, int, _Candidate] | None = None
         for floor, _, c in floors:
             if best is not None and launch_usd - floor < best[0] - 1e-9:
@@ -152,31 +165,77 @@ class _Reserved:
         self.taken.add(best[3].node.node_id)
         return best[0], False, best[3].placement, best[3].node.node_id
 
-    def _floors(self, fitting: list[_Candidate], job: Demand, launch_usd: float,
+    def _floors(self, keys: list[_FitKey], job: Demand, launch_usd: float,
                 rate: float) -> list[tuple[float, int, _Candidate]]:
-        """(a lower bound of ``_Away.usd``, index, candidate) for the candidates that can be sent
-        away, whose GPU-hours are cheaper on the cloud than ``rate``, and whose bound is below the
-        launch's cost. Cheap arithmetic: no billing rules, no risk (inline: the hot loop)."""
-        restart_s, urgent_s = self.away.cost.p.restart_overhead_s, job.remaining_s
+        """(a lower bound of ``_Away.usd``, index, candidate) for the fitting candidates not taken that
+        can be sent away, whose GPU-hours are cheaper on the cloud than ``rate``, and whose bound is
+        below the launch's cost; of those, only the ones ``choose`` could reach: a bound above the
+        $ of the candidate with the least bound cannot win (that candidate saves money, or every
+        bound is kept)."""
+        urgent_s, restart_s = job.remaining_s, self.away.cost.p.restart_overhead_s
+        groups = [group for k in keys for group in self._priced_groups().get(k, ()) if group[0][0] < rate]
+        least: tuple[float, int, _Candidate] | None = None
+        for terms, _, members in groups:  # a group's least bound: its first job not taken
+            for left_s, index, c in members:
+                if c.node.node_id not in self.taken:
+                    floor = _floor(terms, left_s, urgent_s, restart_s)
+                    if floor < launch_usd and (least is None or (floor, index) < least[:2]):
+                        least = (floor, index, c)
+                    break
+        if least is None:
+            return []
+        usd = self.away.usd(least[2].placement, job)
+        cutoff = usd + 1e-6 if usd < launch_usd else launch_usd
         out = []
-        for c in fitting:
-            t = self.away.target(c.placement)
-            if t is None or t.per_gpu_usd >= rate:
-                continue
-            left_s = t.job.remaining_s
-            away_s = left_s if left_s < urgent_s else urgent_s
-            floor = t.pause_usd + t.hourly_usd * (away_s + restart_s) / 3600.0 + t.fixed_usd
-            if left_s > away_s:
-                floor += t.back_usd
-            if floor < launch_usd:
-                out.append((floor, c.index, c))
+        for terms, alike, members in groups:
+            for i, (left_s, index, c) in enumerate(members):
+                floor = _floor(terms, left_s, urgent_s, restart_s)
+                if floor > cutoff:
+                    break  # rising with the seconds left
+                if alike and left_s > urgent_s:  # these outlast the urgent job: all cost the same, the sooner end wins
+                    first = min(((m.left_s, m.index, m) for _, _, m in members[i:] if m.node.node_id not in self.taken),
+                                default=None)
+                    if first is not None and floor < launch_usd:
+                        out.append((floor, first[1], first[2]))
+                    break
+                if floor < launch_usd and c.node.node_id not in self.taken:
+                    out.append((floor, index, c))
         return out
 
+    def _priced_groups(self) -> dict[_FitKey, list[_Priced]]:
+        """Per fit group, the candidates that can be sent away, by their target's price terms and
+        what else ``_Away.usd`` reads of them, each list by (seconds left, index); worked out once,
+        when the first urgent job gets this far. ``alike``: no deadline to price, so the jobs of a
+        list that outlast an urgent job cost the same to send away for as long as it runs."""
+        if self._priced is None:
+            self._priced = {}
+            for key, group in self.by_fit.items():
+                by_price: dict[tuple[_Terms, bool, Offering, int, int, float], list[tuple[float, int, _Candidate]]] = {}
+                for c in group:
+                    t = self.away.target(c.placement)
+                    if t is not None:
+                        job = t.job
+                        risky = job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT
+                        price = ((t.per_gpu_usd, t.pause_usd, t.hourly_usd, t.fixed_usd, t.back_usd), not risky,
+                                 t.offering, job.nodes, job.gpus_per_node, job.checkpoint_interval_s)
+                        by_price.setdefault(price, []).append((job.remaining_s, c.index, c))
+                self._priced[key] = [(price[0], price[1], sorted(members, key=lambda m: m[:2]))
+                                     for price, members in by_price.items()]
+        return self._priced
 
-def _fits(job: Demand, c: _Candidate) -> bool:
-    node = c.node
-    return (not job.gpu_model or job.gpu_model == node.gpu_model) and node.free_gpus < job.gpus \
-        <= node.free_gpus + c.placement.job.gpus
+
+_FitKey = tuple[str, int, int]  # a reserved node's GPU model, free GPUs, free GPUs once its job leaves
+_Terms = tuple[float, float, float, float, float]  # a target's per-GPU $/h, pause $, $/h, fixed $, move-back $
+_Priced = tuple[_Terms, bool, list[tuple[float, int, "_Candidate"]]]  # terms, alike, (seconds left, index, candidate)
+
+
+def _floor(terms: _Terms, left_s: float, urgent_s: float, restart_s: float) -> float:
+    """A lower bound of ``_Away.usd`` for a job with ``left_s`` to run, sent away for an urgent one
+    with ``urgent_s``: no billing rules, no risk. Rises with ``left_s``."""
+    _, pause_usd, hourly_usd, fixed_usd, back_usd = terms
+    away_s = left_s if left_s < urgent_s else urgent_s
+    floor = pause_usd + hourly_usd * (away_s + restart_s) / 3600.0 + fixed_usd
+    return floor + back_usd if left_s > away_s else floor
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +266,7 @@ class _Away:
                  long: float = 1.0) -> None:
         self.cost, self.params, self.book, self.now, self.long = cost, params, book, now, long
         self._targets: dict[str, _Target | None] = {}
+        self._usd: dict[tuple[object, ...], float] = {}
 
     def target(self, p: Placement) -> _Target | None:
         key = p.job.job_id
@@ -241,6 +301,15 @@ class _Away:
         cost = self.cost
         away_s = min(t.job.remaining_s, urgent.remaining_s)
         work_s = away_s + cost.p.restart_overhead_s
-        usd = cost.job_cost_usd(t.job, t.offering, work_s) + t.pause_usd \
-            + cost.deadline_risk_usd(t.job, t.offering, t.slack_s, work_s)
-        return usd + t.back_usd if t.job.remaining_s > away_s else usd
+        job, back = t.job, t.job.remaining_s > away_s
+        # jobs of one shape sent to one offering for the same time cost the same (no deadline, or the
+        # same slack): an urgent job ties many of them, and the tie goes to the sooner end
+        risky = job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT
+        key = (t.offering, job.nodes, job.gpus_per_node, job.checkpoint_interval_s, t.pause_usd, t.back_usd,
+               work_s, back, (job.job_class, t.slack_s) if risky else None)
+        usd = self._usd.get(key)
+        if usd is None:
+            usd = cost.job_cost_usd(job, t.offering, work_s) + t.pause_usd \
+                + cost.deadline_risk_usd(job, t.offering, t.slack_s, work_s)
+            usd = self._usd[key] = usd + t.back_usd if back else usd
+        return usd
