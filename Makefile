@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench bench-full clean
 
 # the demo needs only the core dependencies (a third of the install time on a fresh machine)
 $(CORE): pyproject.toml
@@ -32,6 +32,12 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.plan --quick --json
 	$(BIN)/python -m bench.sim --quick --json
 	$(BIN)/python -m bench.bound --quick --json
+
+# every size each target names (a few minutes; full MIX1 needs ../shared/data): rerun after policy changes
+bench-full: $(STAMP)
+	$(BIN)/python -m bench.plan --json
+	$(BIN)/python -m bench.sim --json
+	$(BIN)/python -m bench.bound --json
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
