@@ -266,7 +266,6 @@ class _Away:
                  long: float = 1.0) -> None:
         self.cost, self.params, self.book, self.now, self.long = cost, params, book, now, long
         self._targets: dict[str, _Target | None] = {}
-        self._usd: dict[tuple[object, ...], float] = {}
 
     def target(self, p: Placement) -> _Target | None:
         key = p.job.job_id
@@ -301,15 +300,6 @@ class _Away:
         cost = self.cost
         away_s = min(t.job.remaining_s, urgent.remaining_s)
         work_s = away_s + cost.p.restart_overhead_s
-        job, back = t.job, t.job.remaining_s > away_s
-        # jobs of one shape sent to one offering for the same time cost the same (no deadline, or the
-        # same slack): an urgent job ties many of them, and the tie goes to the sooner end
-        risky = job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT
-        key = (t.offering, job.nodes, job.gpus_per_node, job.checkpoint_interval_s, t.pause_usd, t.back_usd,
-               work_s, back, (job.job_class, t.slack_s) if risky else None)
-        usd = self._usd.get(key)
-        if usd is None:
-            usd = cost.job_cost_usd(job, t.offering, work_s) + t.pause_usd \
-                + cost.deadline_risk_usd(job, t.offering, t.slack_s, work_s)
-            usd = self._usd[key] = usd + t.back_usd if back else usd
-        return usd
+        usd = cost.job_cost_usd(t.job, t.offering, work_s) + t.pause_usd \
+            + cost.deadline_risk_usd(t.job, t.offering, t.slack_s, work_s)
+        return usd + t.back_usd if t.job.remaining_s > away_s else usd
