@@ -120,9 +120,25 @@ class Plan:
     def checkpoints(self) -> tuple[Checkpoint, ...]:
         return tuple(a for a in self.actions if isinstance(a, Checkpoint))
 
-    def explain(self) -> list[str]:
-        """One line per action, refusal and held-back launch, for ``--explain`` and decision events."""
+    def explain(self, listed: frozenset[str] = frozenset()) -> list[str]:
+        """One line per action, refusal and held-back launch, for ``--explain`` and decision events;
+        held-back launches whose request id is in ``listed`` (already logged) are left out."""
         lines = [f"{type(a).__name__.lower()}: {a.reason}" for a in self.actions]
         lines += [f"refused {type(a).__name__.lower()}: {why}" for a, why in self.refused]
-        lines += [f"held back launch: {a.reason}; {why}" for a, why in self.held_back]
+        lines += [f"held back launch: {a.reason}; {why}" for a, why in self.held_back if a.request_id not in listed]
         return lines
+
+
+class DecisionLog:
+    """The lines that successive plans add to a decision log (``--explain``, decision events):
+    every action and refusal, and a held-back launch when it is first held back, not again at
+    every pass while it waits for room (at a full node cap that was most of the log)."""
+
+    def __init__(self) -> None:
+        self._held: frozenset[str] = frozenset()
+
+    def lines(self, plan: Plan) -> list[str]:
+        lines = plan.explain(listed=self._held)
+        self._held = frozenset(a.request_id for a, _ in plan.held_back)
+        return lines
+

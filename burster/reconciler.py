@@ -19,7 +19,7 @@ from burster.errors import CapacityError, PartialLaunchError, ProviderError, Quo
 from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
 from burster.lifecycle import NodeState
 from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Placement, Signal, Snapshot, Spend
-from burster.plan import Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate
+from burster.plan import Checkpoint, DecisionLog, Drain, Hold, Launch, Plan, Preempt, Terminate
 from burster.reconcile_nodes import NodeBook
 from burster.state import MemoryState
 
@@ -62,6 +62,7 @@ class Reconciler:
         self.signal_sources = tuple(signals)
         self.block_s = block_s
         self.on_event = on_event
+        self._decisions = DecisionLog()  # decision events: a held-back launch once, not every pass
         self.nodes = NodeBook(self.state)
         self._offerings: dict[str, Sequence[Offering]] = {}
         self._parts: tuple[Sequence[Offering], ...] = ()
@@ -245,7 +246,7 @@ class Reconciler:
     def record(self, report: PassReport) -> None:
         if self.on_event is None:
             return
-        for line in report.plan.explain():
+        for line in self._decisions.lines(report.plan):
             self.on_event(f"{report.now:%Y-%m-%d %H:%M:%S} {line}")
         for err in report.errors:
             self.on_event(f"{report.now:%Y-%m-%d %H:%M:%S} error: {err}")

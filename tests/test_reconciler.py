@@ -14,6 +14,7 @@ from burster.plan import Launch, request_id
 from burster.reconciler import Reconciler
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
+from policies.guards import GuardParams
 from policies.reclaim import ReclaimParams
 from providers.fake import FakeCloudProvider
 from providers.sim.events import EventQueue
@@ -171,3 +172,22 @@ def test_an_offering_that_stays_dry_is_blocked_longer_each_time_until_a_launch_s
     now = w.clock.now()
     assert w.rec.run_once().errors
     assert (w.rec.state.blocked[CHEAP.key] - now).total_seconds() == 600.0  # the success reset the count
+
+
+def test_decision_events_name_a_held_back_launch_once_while_it_waits() -> None:
+    """At the node cap the plan holds a burst back at every pass until a node ends; the decision
+    events say so once (``burster.plan.DecisionLog``), not at every pass."""
+    events: list[str] = []
+    w = World()
+    policy = BursterPolicy(CostModel(CostParams(launch_latency_s=60)),
+                           BursterParams(reclaim=ReclaimParams(move_back=False), guards=GuardParams(max_nodes=1)))
+    w.rec = Reconciler(providers={"fake": w.cloud}, pool=w.pool, policy=policy, clock=w.clock, on_event=events.append)
+    for job_id in ("a", "b", "c"):  # a takes the reserved node; b and c must burst, one node's room
+        w.job(job_id)
+    for _ in range(3):
+        report = w.rec.run_once()
+        assert [a.job_id for a, _ in report.plan.held_back] == ["c"]
+        w.clock.advance(10)
+    held = [e for e in events if " held back launch: " in e]
+    assert len(held) == 1 and "job c" in held[0] and "max nodes 1 reached" in held[0]
+    assert sum(" launch: " in e and "job b" in e for e in events) == 1

@@ -13,6 +13,7 @@ from typing import Any
 from burster.cli import finite_float
 from burster.config import load_config, parse_config
 from burster.errors import ConfigError
+from burster.plan import DecisionLog
 from burster.reconciler import PassReport
 
 
@@ -109,8 +110,10 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _explainer() -> Any:
+    log = DecisionLog()
+
     def on_pass(report: PassReport) -> None:
-        for line in report.plan.explain():
+        for line in log.lines(report.plan):
             print(f"{report.now:%Y-%m-%d %H:%M:%S}  {line}")
         for err in report.errors:
             print(f"{report.now:%Y-%m-%d %H:%M:%S}  error: {err}")
