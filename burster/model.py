@@ -118,6 +118,9 @@ class Demand:
     project: str = ""
     sprint: str = ""
     done_s: float = 0.0  # work already saved by checkpoints (a requeued job keeps it)
+    # the most work an earlier attempt had reached when it stopped, saved or lost (Slurm: a requeued
+    # job's elapsed time before): a job requeued after running past its estimate needs more than it
+    reached_s: float = 0.0
     attempt: int = 0  # times the job was requeued (preempted, reclaimed); part of request ids
     queued_at: datetime | None = None  # when it last entered the queue (None: at submission)
     # in a pool that ranks its queue (pool.order = "start_by"), the time the pool serves it by:

@@ -96,6 +96,7 @@ def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
     between its steps, so a quiet policy names the next step as a wake; it is also the likelier
     future: a job that outran its estimate usually runs on for a while (a median 40 % past it under
     lognormal estimate error of sigma 0.5)."""
+    snapshot = _believe_requeued(snapshot)
     now_ts = snapshot.now.timestamp()
     first, overrun = math.inf, False
     for p in snapshot.running:
@@ -131,6 +132,25 @@ def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
 # the beliefs of the last call, by placement (the pool hands the same Placement while a run holds):
 # rebuilding them every pass was a sixth of the policy's time under wrong estimates
 _BELIEVED: list[dict[int, tuple[Placement, int, Placement]]] = []
+
+
+def _believe_requeued(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` with each pending job whose earlier attempt ran past its estimate (saved or lost:
+    ``Demand.reached_s``, ``done_s``) believed to need the first ``OVERRUN_STEP`` power of it beyond
+    that work, as it was believed while it ran; requeued, it would otherwise look as short as its
+    estimate, or done. Constant until the job runs again (no wake)."""
+    if not any(max(j.done_s, j.reached_s) > j.est_runtime_s for j in snapshot.pending):
+        return snapshot
+    pending = []
+    for job in snapshot.pending:
+        need, est = max(job.done_s, job.reached_s), job.est_runtime_s
+        if need > est:
+            believed = est * OVERRUN_STEP ** max(1, math.ceil(math.log(need / est, OVERRUN_STEP)))
+            while believed <= need:  # float rounding at a step's edge
+                believed *= OVERRUN_STEP
+            job = replace(job, est_runtime_s=believed)
+        pending.append(job)
+    return replace(snapshot, pending=tuple(pending))
 
 
 def _just_after(ts: float) -> datetime | None:

@@ -248,7 +248,7 @@ class SimPool:
         self._release(run)
         self.metrics.stopped(run.job, lost_s=done - saved, preempted=preempted)
         again = replace(run.job, done_s=min(saved, self.truth.of(run.job)), attempt=run.job.attempt + 1,
-                        queued_at=now)
+                        queued_at=now, reached_s=max(run.job.reached_s, done))
         self.queue.put_back(again)
 
     def _release(self, run: _Run) -> None:

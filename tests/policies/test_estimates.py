@@ -185,3 +185,34 @@ def test_a_deadline_job_on_spot_past_its_estimate_is_switched_to_on_demand_in_ti
     (launch,) = [a for a in policy.decide(snap).actions if isinstance(a, Launch)]
     assert (launch.offering, launch.job_id) == (OD, "dl") and "slack <" in launch.reason
     assert [a for a in switch_behind_schedule(snap, COST, 900.0) if isinstance(a, Launch)] == []  # unbelieved
+
+
+def test_a_requeued_job_that_ran_past_its_estimate_is_believed_to_need_the_next_step_of_it() -> None:
+    """Saved past its estimate (it would look done) or lost after running past it (it would look as
+    short as its estimate): either way it needs more than it reached, as it was believed while it ran."""
+    est = 600.0
+    saved = Demand("saved", 1, NOW - timedelta(hours=1), est, done_s=700.0, attempt=1)
+    lost = Demand("lost", 1, NOW - timedelta(hours=1), est, reached_s=1_500.0, attempt=1)
+    within = Demand("within", 1, NOW - timedelta(hours=1), est, reached_s=500.0, attempt=1)
+    snap = Snapshot(NOW, (saved, lost, within), (), (), (), ())
+    believed, wake = believe_overruns(snap)
+    assert [j.est_runtime_s for j in believed.pending] == [est * OVERRUN_STEP, est * OVERRUN_STEP ** 3, est]
+    assert believed.pending[0].remaining_s == est * OVERRUN_STEP - 700.0  # no longer done
+    assert believed.pending[2] is within and wake is None  # nothing runs: nothing to wake for
+    assert believe_overruns(replace(snap, pending=(within,)))[0].pending == (within,)
+
+
+@pytest.mark.parametrize(("reached_s", "market"), [(0.0, Market.SPOT), (2_000.0, Market.ON_DEMAND)])
+def test_a_deadline_job_requeued_after_running_past_its_estimate_is_relaunched_for_its_believed_run(
+        reached_s: float, market: Market) -> None:
+    """A 30 min estimate due in an hour, requeued after an interruption (nothing saved): on its
+    estimate it has slack for spot; having run 33 min before, it needs 45 (the next step), which
+    leaves less than the margin: on-demand."""
+    job = Demand("dl", 1, NOW - timedelta(hours=1), 1_800.0, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(hours=1), attempt=1, reached_s=reached_s,
+                 queued_at=NOW - timedelta(minutes=5))
+    hog = Demand("hog", 8, NOW - timedelta(hours=1), 6 * 3600.0, gpu_model="V100")
+    placed = Placement(hog, ("onprem-0",), NOW - timedelta(hours=1), False, Market.RESERVED)
+    snap = Snapshot(NOW, (job,), (placed,), (PoolNode("onprem-0", "V100", 8, 0),), (), (SPOT, OD))
+    launches = [a for a in BursterPolicy(COST).decide(snap).actions if isinstance(a, Launch)]
+    assert [(a.job_id, a.offering.market) for a in launches] == [("dl", market)]

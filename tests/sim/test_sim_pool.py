@@ -78,6 +78,20 @@ def test_a_stopped_job_is_requeued_where_the_pool_puts_it(requeue: Requeue, orde
     assert pool.pending()[order.index("a")].attempt == 1
 
 
+def test_a_job_stopped_after_running_past_its_estimate_is_requeued_with_the_work_it_reached() -> None:
+    """Estimated at 10 min, it really runs an hour; interrupted 25 min in with no checkpoint yet
+    (every 30 min), it keeps no work but tells the policy it needed more than 25 min."""
+    pool = SimPool(EventQueue(), nodes=0, gpus_per_node=8, gpu_model="V100", runtimes={"a": 3600.0})
+    pool.submit(Demand("a", 1, T0, 600.0, gpu_model="V100"), T0)
+    pool.expect("n1", SPOT, "a")
+    pool.join("n1")
+    pool.schedule(T0)
+    pool.metrics.advance(T0 + timedelta(minutes=25))
+    pool.leave("n1", preempted=True)
+    (again,) = pool.pending()
+    assert (again.done_s, again.reached_s, again.attempt) == (0.0, 25 * 60.0, 1)
+
+
 def test_the_pause_of_a_stopped_job_until_its_restart_is_measured() -> None:
     """A 2-GPU job stopped 5 min in and restarted 10 min later: 2 GPUs x 10 min queued again, which
     the first-wait percentiles do not see."""
