@@ -85,44 +85,44 @@ def test_an_exclusive_node_in_another_market_or_too_dear_or_booting_is_not_taken
     assert burst(snap(sb.free, pending=(strict,)), COST, BURST, standby=sb) == [] and len(sb.holds) == 1
 
 
+SAFE = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
+RISKY = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.5)
+RISKY_COST = CostModel(CostParams(launch_latency_s=180, spot_interruptions_per_hour=0.01,
+                                  interruption_rates={RISKY.key: 0.5}))
+
+
+def risky_world(slack_s: float, ratios: tuple[float, ...] = ()) -> tuple[Demand, Node, Snapshot]:
+    """An hour's deadline job (hourly checkpoints) with ``slack_s``, and an idle node in the risky pool."""
+    job = Demand("dl", 1, NOW, 3_600.0, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(seconds=3_600 + slack_s + 180), checkpoint_interval_s=3_600.0)
+    node = replace(idle(1), offering=RISKY)
+    return job, node, Snapshot(NOW, (job,), FULL, (PoolNode("onprem-0", "V100", 8, 0),), (node,), (SAFE, RISKY),
+                               runtime_ratios=ratios)
+
+
 def test_a_deadline_job_leaves_an_idle_node_in_a_riskier_spot_pool_alone() -> None:
     """Cheaper by the hour, but interrupted often enough that its deadline risk outweighs the boot."""
-    safe = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
-    risky = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.5)
-    cost = CostModel(CostParams(launch_latency_s=180, spot_interruptions_per_hour=0.01,
-                                interruption_rates={risky.key: 0.5}))
     # 3000 s of slack: both pools pass the rework limit, but an interruption on the risky one may
     # cost more than the slack (hourly checkpoints): about a 14 % chance of missing, $70 of risk
-    job = Demand("dl", 1, NOW, 3_600.0, gpu_model="V100", job_class=JobClass.STRICT,
-                 deadline=NOW + timedelta(seconds=3_600 + 3_000 + 180), checkpoint_interval_s=3_600.0)
-    node = replace(idle(1), offering=risky)
-    s = Snapshot(NOW, (job,), FULL, (PoolNode("onprem-0", "V100", 8, 0),), (node,), (safe, risky))
+    job, node, s = risky_world(3_000.0)
     sb = Standby(free=[node])
-    (launch,) = burst(s, cost, BURST, standby=sb)
-    assert launch.offering == safe and sb.holds == []
-    assert cost.job_cost_usd(job, risky) < cost.job_cost_usd(job, safe)  # it would win on price alone
+    (launch,) = burst(s, RISKY_COST, BURST, standby=sb)
+    assert launch.offering == SAFE and sb.holds == []
+    assert RISKY_COST.job_cost_usd(job, RISKY) < RISKY_COST.job_cost_usd(job, SAFE)  # it would win on price alone
 
 
 def test_a_deadline_job_taken_to_run_long_judges_an_idle_node_as_its_launch_was_chosen() -> None:
     """With recent jobs running 1.5x their estimates, the launch is chosen as if this one did
     (``BurstParams.market_quantile``); an idle node in a pool that is safe only for the estimate's
     run must be judged the same way, not on the estimate."""
-    safe = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
-    risky = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.5)
-    cost = CostModel(CostParams(launch_latency_s=180, spot_interruptions_per_hour=0.01,
-                                interruption_rates={risky.key: 0.5}))
     # 4200 s of slack on the estimate: an hour of unsaved work and a restart fit it; 1.5x the run leaves 2400 s
-    job = Demand("dl", 1, NOW, 3_600.0, gpu_model="V100", job_class=JobClass.STRICT,
-                 deadline=NOW + timedelta(seconds=3_600 + 4_200 + 180), checkpoint_interval_s=3_600.0)
-    node = replace(idle(1), offering=risky)
-    s = Snapshot(NOW, (job,), FULL, (PoolNode("onprem-0", "V100", 8, 0),), (node,), (safe, risky),
-                 runtime_ratios=(1.5,) * 30)
+    _, node, s = risky_world(4_200.0, ratios=(1.5,) * 30)
     for quantile, taken in ((0.0, True), (0.9, False)):
         sb = Standby(free=[node])
-        launches = burst(s, cost, replace(BURST, market_quantile=quantile), standby=sb)
+        launches = burst(s, RISKY_COST, replace(BURST, market_quantile=quantile), standby=sb)
         assert (launches == [] and [h.job_id for h in sb.holds] == ["dl"]) == taken
         if not taken:
-            assert [a.offering for a in launches] == [safe] and sb.holds == []
+            assert [a.offering for a in launches] == [SAFE] and sb.holds == []
 
 
 def test_a_job_a_launch_would_make_late_takes_any_idle_node() -> None:
