@@ -9,7 +9,8 @@ taken to run when its market is chosen (``runs_long``, ``taken_long``). Estimate
 only as far as nearly every job ran within: where some users set careful limits and others set
 loose ones, shortening by the median would make the careful users' deadline jobs look safe when
 they are not. A job still running past its estimate (on reserved or cloud nodes) is believed to need
-``OVERRUN_STEP`` times it, then that again (``believe_overruns``), not to be ending at every instant.
+``OVERRUN_STEP`` times it, then that again (``believe_overruns``), not to be ending at every instant;
+so is a requeued job an earlier attempt of which ran past it (``Demand.reached_s``).
 """
 
 from __future__ import annotations
@@ -85,9 +86,10 @@ def taken_long(job: Demand, factor: float) -> Demand:
 
 def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
     """``snapshot`` with each running job that has run past its estimate believed to need
-    ``OVERRUN_STEP`` times it (its power just large enough to end after now), and the instant just
-    after the first belief changes: a job outlives its estimate or a believed step (None: nothing
-    runs).
+    ``OVERRUN_STEP`` times it (its power just large enough to end after now), and each pending job
+    an earlier attempt of which ran past it believed alike (``_believe_requeued``), and the instant
+    just after the first belief changes: a job outlives its estimate or a believed step (None:
+    nothing runs).
 
     Taken as ending now, an overrunning reserved job would make the projection promise its GPUs at
     every instant, and the pending jobs' expected waits would stop falling in step with their waits
@@ -108,7 +110,8 @@ def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
     if not overrun:
         return snapshot, _just_after(first)
     running: list[Placement] = []
-    last, _BELIEVED[:] = (_BELIEVED or [{}])[0], [{}]
+    last = _BELIEVED[0] if _BELIEVED else {}
+    _BELIEVED[:] = [{}]
     for p in snapshot.running:
         if p.ends_at_ts >= now_ts or p.stopping_at is not None:
             running.append(p)
