@@ -7,11 +7,14 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from burster.interfaces import Policy
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Launch
+from policies import estimates
 from policies.baselines import ComputeWaitPolicy, GreedySpotPolicy
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
@@ -216,3 +219,17 @@ def test_a_deadline_job_requeued_after_running_past_its_estimate_is_relaunched_f
     snap = Snapshot(NOW, (job,), (placed,), (PoolNode("onprem-0", "V100", 8, 0),), (), (SPOT, OD))
     launches = [a for a in BursterPolicy(COST).decide(snap).actions if isinstance(a, Launch)]
     assert [(a.job_id, a.offering.market) for a in launches] == [("dl", market)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 6 * 3600.0), min_size=1, max_size=25))
+def test_the_overrun_belief_reused_between_passes_is_the_belief_worked_out_afresh(offsets: list[float]) -> None:
+    """The same placements seen at later instants (passes, in any order): a belief reused from the
+    pass before must equal the one worked out with nothing remembered, step edges included."""
+    snap = _overrun_world()
+    edges = [600.0 * OVERRUN_STEP ** k - 3_600.0 for k in range(4, 8)]  # the cloud job's step ends, from NOW
+    for offset in [*offsets, *edges]:
+        at = replace(snap, now=NOW + timedelta(seconds=offset))
+        reused = believe_overruns(at)
+        estimates._BELIEVED.clear()
+        assert believe_overruns(at) == reused
