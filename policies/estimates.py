@@ -9,12 +9,15 @@ taken to run when its market is chosen (``runs_long``, ``taken_long``). Estimate
 only as far as nearly every job ran within: where some users set careful limits and others set
 loose ones, shortening by the median would make the careful users' deadline jobs look safe when
 they are not. A job still running past its estimate (on reserved or cloud nodes) is believed to need
-``OVERRUN_STEP`` times it, then that again (``believe_overruns``), not to be ending at every instant;
-so is a requeued job an earlier attempt of which ran past it (``Demand.reached_s``).
+what the finished jobs that outlived as much needed (their median; ``OVERRUN_STEP`` times it, then
+that again, until enough have), not to be ending at every instant (``believe_overruns``,
+``overrun_factor``); so is a requeued job an earlier attempt of which ran past it
+(``Demand.reached_s``).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import replace
@@ -25,7 +28,9 @@ from burster.model import Demand, JobClass, Placement, Snapshot
 MIN_RATIOS = 20  # finished jobs needed before their runtime ratios are used (until then: trusted as given)
 TRUSTED_WITHIN = 1.25  # ratios within [1/1.25, 1.25] of the truth are noise in the sample: estimates stand
 SHORTEN_QUANTILE = 0.95  # estimates are shortened only to what this share of finished jobs ran within
-OVERRUN_STEP = 1.5  # a reserved job past its estimate is believed to need 1.5x it, then 2.25x, ...
+OVERRUN_SEEN = 10  # finished jobs that outlived a believed step, needed to learn the next one from them
+OVERRUN_QUANTILE = 0.5  # of their true / estimated runtimes: the next step
+OVERRUN_STEP = 1.5  # the next step where too few did: 1.5x the step before (1.5x, 2.25x, ... with none)
 
 
 def runtime_correction(ratios: Sequence[float]) -> float:
@@ -85,8 +90,8 @@ def taken_long(job: Demand, factor: float) -> Demand:
 
 
 def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
-    """``snapshot`` with each running job that has run past its estimate believed to need
-    ``OVERRUN_STEP`` times it (its power just large enough to end after now), and each pending job
+    """``snapshot`` with each running job that has run past its estimate believed to need the first
+    step of the belief chain (``overrun_factor``) that ends at or after now, and each pending job
     an earlier attempt of which ran past it believed alike (``_believe_requeued``), and the instant
     just after the first belief changes: a job outlives its estimate or a believed step (None:
     nothing runs).
@@ -97,7 +102,7 @@ def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
     deadline switch, move or budget would count its remaining work. The stepped belief holds
     between its steps, so a quiet policy names the next step as a wake; it is also the likelier
     future: a job that outran its estimate usually runs on for a while (a median 40 % past it under
-    lognormal estimate error of sigma 0.5)."""
+    lognormal estimate error of sigma 0.5, 96 % under sigma 1), as the finished jobs show."""
     snapshot = _believe_requeued(snapshot)
     now_ts = snapshot.now.timestamp()
     first, overrun = math.inf, False
@@ -110,6 +115,7 @@ def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
     if not overrun:
         return snapshot, _just_after(first)
     running: list[Placement] = []
+    ordered = _sorted(snapshot.runtime_ratios)
     last = _BELIEVED[0] if _BELIEVED else {}
     _BELIEVED[:] = [{}]
     for p in snapshot.running:
@@ -118,15 +124,17 @@ def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
             continue
         est = p.job.est_runtime_s
         needed = p.job.done_s + now_ts - p.started_at.timestamp()  # work it has had, at least
-        steps = max(1, math.ceil(math.log(needed / est, OVERRUN_STEP))) if needed > est else 1
+        factor = overrun_factor(ordered, needed / est)
         hit = last.get(id(p))
-        if hit is not None and hit[0] is p and hit[1] == steps and hit[2].ends_at_ts >= now_ts:
+        if hit is not None and hit[0] is p and hit[1] == factor and hit[2].ends_at_ts >= now_ts:
             q = hit[2]  # the same belief as at an earlier pass of this step (built the same way)
         else:
-            q = replace(p, job=replace(p.job, est_runtime_s=est * OVERRUN_STEP ** steps))
-            while q.ends_at_ts < now_ts:  # float rounding at a step's edge
-                q = replace(q, job=replace(q.job, est_runtime_s=q.job.est_runtime_s * OVERRUN_STEP))
-        _BELIEVED[0][id(p)] = (p, steps, q)
+            step = factor
+            q = replace(p, job=replace(p.job, est_runtime_s=est * step))
+            while q.ends_at_ts < now_ts:  # float rounding at a step's edge: the next step
+                step = overrun_factor(ordered, step, beyond=True)
+                q = replace(p, job=replace(p.job, est_runtime_s=est * step))
+        _BELIEVED[0][id(p)] = (p, factor, q)
         running.append(q)
         first = min(first, q.ends_at_ts)
     return replace(snapshot, running=tuple(running)), _just_after(first)
@@ -134,26 +142,59 @@ def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
 
 # the beliefs of the last call, by placement (the pool hands the same Placement while a run holds):
 # rebuilding them every pass was a sixth of the policy's time under wrong estimates
-_BELIEVED: list[dict[int, tuple[Placement, int, Placement]]] = []
+_BELIEVED: list[dict[int, tuple[Placement, float, Placement]]] = []
 
 
 def _believe_requeued(snapshot: Snapshot) -> Snapshot:
     """``snapshot`` with each pending job whose earlier attempt ran past its estimate (saved or lost:
-    ``Demand.reached_s``, ``done_s``) believed to need the first ``OVERRUN_STEP`` power of it beyond
+    ``Demand.reached_s``, ``done_s``) believed to need the first step of the belief chain beyond
     that work, as it was believed while it ran; requeued, it would otherwise look as short as its
     estimate, or done. Constant until the job runs again (no wake)."""
     if not any(max(j.done_s, j.reached_s) > j.est_runtime_s for j in snapshot.pending):
         return snapshot
     pending = []
+    ordered = _sorted(snapshot.runtime_ratios)
     for job in snapshot.pending:
         need, est = max(job.done_s, job.reached_s), job.est_runtime_s
         if need > est:
-            believed = est * OVERRUN_STEP ** max(1, math.ceil(math.log(need / est, OVERRUN_STEP)))
-            while believed <= need:  # float rounding at a step's edge
-                believed *= OVERRUN_STEP
-            job = replace(job, est_runtime_s=believed)
+            step = overrun_factor(ordered, need / est, beyond=True)
+            while est * step <= need:  # float rounding at a step's edge: the next step
+                step = overrun_factor(ordered, step, beyond=True)
+            job = replace(job, est_runtime_s=est * step)
         pending.append(job)
     return replace(snapshot, pending=tuple(pending))
+
+
+def overrun_factor(ordered: Sequence[float], reached: float, *, beyond: bool = False) -> float:
+    """How many times its estimate a job that has run ``reached`` times it (``beyond``: more than
+    that) is believed to need: the first step of the belief chain at or past it (``beyond``: past
+    it). The chain starts at the estimate (1); each next step is the ``OVERRUN_QUANTILE`` of the
+    true / estimated runtimes of the recently finished jobs (``ordered``: sorted
+    ``Snapshot.runtime_ratios``) that outlived the step before, while at least ``OVERRUN_SEEN`` did,
+    then ``OVERRUN_STEP`` times the step before. So a job's belief changes only when it outlives it
+    (a wake the policy names) or when a job finishes (an event), never in between."""
+    chain = _chain(ordered)
+    while chain[-1] < reached or (beyond and chain[-1] == reached):
+        chain.append(_next_step(ordered, chain[-1]))
+    i = bisect.bisect_right(chain, reached) if beyond else bisect.bisect_left(chain, reached)
+    return chain[i]
+
+
+def _next_step(ordered: Sequence[float], step: float) -> float:
+    outlived = len(ordered) - bisect.bisect_right(ordered, step)
+    if outlived < OVERRUN_SEEN:
+        return step * OVERRUN_STEP
+    return ordered[len(ordered) - outlived + min(int(OVERRUN_QUANTILE * outlived), outlived - 1)]
+
+
+_CHAIN: list[tuple[Sequence[float], list[float]]] = []
+
+
+def _chain(ordered: Sequence[float]) -> list[float]:
+    """The belief chain of ``ordered`` worked out so far (kept while the same sorted ratios are)."""
+    if not _CHAIN or _CHAIN[0][0] is not ordered:
+        _CHAIN[:] = [(ordered, [1.0])]
+    return _CHAIN[0][1]
 
 
 def _just_after(ts: float) -> datetime | None:

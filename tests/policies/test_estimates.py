@@ -21,10 +21,12 @@ from policies.cost import CostModel, CostParams
 from policies.deadline import switch_behind_schedule
 from policies.estimates import (
     MIN_RATIOS,
+    OVERRUN_SEEN,
     OVERRUN_STEP,
     believe_overruns,
     corrected,
     estimate_scale,
+    overrun_factor,
     runs_long,
     runtime_correction,
     taken_long,
@@ -222,14 +224,65 @@ def test_a_deadline_job_requeued_after_running_past_its_estimate_is_relaunched_f
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(0.0, 6 * 3600.0), min_size=1, max_size=25))
-def test_the_overrun_belief_reused_between_passes_is_the_belief_worked_out_afresh(offsets: list[float]) -> None:
-    """The same placements seen at later instants (passes, in any order): a belief reused from the
-    pass before must equal the one worked out with nothing remembered, step edges included."""
-    snap = _overrun_world()
+@given(st.lists(st.floats(0.0, 6 * 3600.0), min_size=1, max_size=25),
+       st.lists(st.floats(0.5, 40.0), max_size=3 * OVERRUN_SEEN))
+def test_the_overrun_belief_reused_between_passes_is_the_belief_worked_out_afresh(offsets: list[float],
+                                                                                ratios: list[float]) -> None:
+    """The same placements seen at later instants (passes, in any order), with or without finished
+    jobs to learn from: a belief reused from the pass before must equal the one worked out with
+    nothing remembered, step edges and learned ends included."""
+    snap = replace(_overrun_world(), runtime_ratios=tuple(ratios))
     edges = [600.0 * OVERRUN_STEP ** k - 3_600.0 for k in range(4, 8)]  # the cloud job's step ends, from NOW
+    edges += [600.0 * r - 3_600.0 for r in ratios] + [3_600.0 * r - 6_600.0 for r in ratios]  # learned ends
     for offset in [*offsets, *edges]:
         at = replace(snap, now=NOW + timedelta(seconds=offset))
         reused = believe_overruns(at)
         estimates._BELIEVED.clear()
         assert believe_overruns(at) == reused
+
+
+RATIOS = tuple(k / 10 for k in range(10, 40))  # finished jobs ran 1.0x to 3.9x their estimates
+
+
+def test_the_belief_chain_steps_through_what_the_jobs_that_outlived_each_step_needed() -> None:
+    """From the estimate: the median of the 29 jobs that ran past it (2.5x), then of the 14 that ran
+    past 2.5x (3.3x); 6 ran past that, too few: then 1.5x steps. A job is believed to need the first
+    step at or past what it has run (``beyond``: past it)."""
+    ordered = sorted(RATIOS)
+    first, second = RATIOS[1 + 14], RATIOS[16 + 7]
+    assert (first, second) == (2.5, 3.3)
+    assert [overrun_factor(ordered, r) for r in (1.01, 1.85, 2.5, 2.51, 3.3)] == [first] * 3 + [second] * 2
+    assert overrun_factor(ordered, 2.5, beyond=True) == second
+    assert overrun_factor(ordered, 3.31) == second * OVERRUN_STEP
+    assert overrun_factor(ordered, 5.0) == second * OVERRUN_STEP * OVERRUN_STEP
+    assert len([r for r in RATIOS if r > second]) == 6 < OVERRUN_SEEN
+    # with no finished jobs to learn from: 1.5x steps of the estimate, as before
+    assert [overrun_factor([], r) for r in (1.2, 1.5, 2.0)] == [1.5, 1.5, 2.25]
+    assert overrun_factor([], 1.5, beyond=True) == 2.25
+
+
+def test_a_running_and_a_requeued_job_past_their_estimates_are_believed_to_need_what_jobs_like_them_did() -> None:
+    snap = replace(_overrun_world(), runtime_ratios=RATIOS)
+    late, _, cloud = believe_overruns(snap)[0].running
+    assert late.job.est_runtime_s == 3_600.0 * 2.5  # 110 min had of a 60 min estimate (1.83x): 2.5x
+    assert cloud.job.est_runtime_s == pytest.approx(600.0 * 3.3 * OVERRUN_STEP ** 2)  # 6x had: past the learned steps
+    lost = Demand("lost", 1, NOW - timedelta(hours=1), 600.0, reached_s=1_500.0, attempt=1)  # 2.5x reached
+    (believed,) = believe_overruns(replace(snap, pending=(lost,), running=()))[0].pending
+    assert believed.est_runtime_s == 600.0 * 3.3  # the step past 2.5x
+
+
+@pytest.mark.parametrize(("ratios", "switched"), [((), True), ((1.0,) * 20 + (1.7,) * OVERRUN_SEEN, False)])
+def test_a_deadline_job_past_its_estimate_is_switched_by_what_jobs_that_ran_as_far_needed(
+        ratios: tuple[float, ...], switched: bool) -> None:
+    """A 1 h spot job 100 min in, 50 min before its deadline: by the step it needs 35 min more, too
+    close to switch later; where the jobs that ran that far ended at 1.7x it needs 2: it stays."""
+    spot = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.9)
+    job = Demand("dl", 1, NOW - timedelta(hours=2), 3_600.0, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(minutes=35 + 15))
+    started = NOW - timedelta(minutes=100)
+    p = Placement(job, ("spot-1",), started, True, Market.SPOT, spot.price_per_hour_usd)
+    node = Node("spot-1", spot, NodeState.READY, started, "rq", job_id="dl", for_job="dl")
+    snap = Snapshot(NOW, (), (p,), (), (node,), (spot, OD), runtime_ratios=ratios)
+    policy = BursterPolicy(COST, BursterParams(correct_estimates=False))
+    launches = [a for a in policy.decide(snap).actions if isinstance(a, Launch)]
+    assert [(a.offering, a.job_id) for a in launches] == ([(OD, "dl")] if switched else [])
