@@ -6,7 +6,7 @@ Slurm: elapsed / time limit). A systematic error is corrected in every estimate 
 reach and costs twice what they are); the spread left decides how much of an estimate-based wait
 budget a deferring job may use (``estimate_scale``) and how long a deadline job not running yet is
 taken to run when its market is chosen (``runs_long``, ``taken_long``). Estimates are shortened
-only as far as nearly every job ran within: where some users set careful limits and others set
+only as far as three jobs in four ran within: where some users set careful limits and others set
 loose ones, shortening by the median would make the careful users' deadline jobs look safe when
 they are not. A job still running past its estimate (on reserved or cloud nodes) is believed to need
 what the finished jobs that outlived as much needed (their median; ``OVERRUN_STEP`` times it, then
@@ -27,7 +27,7 @@ from burster.model import Demand, JobClass, Placement, Snapshot
 
 MIN_RATIOS = 20  # finished jobs needed before their runtime ratios are used (until then: trusted as given)
 TRUSTED_WITHIN = 1.25  # ratios within [1/1.25, 1.25] of the truth are noise in the sample: estimates stand
-SHORTEN_QUANTILE = 0.95  # estimates are shortened only to what this share of finished jobs ran within
+SHORTEN_QUANTILE = 0.75  # estimates are shortened only to what this share of finished jobs ran within
 OVERRUN_SEEN = 10  # finished jobs that outlived a believed step, needed to learn the next one from them
 OVERRUN_QUANTILE = 0.5  # of their true / estimated runtimes: the next step
 OVERRUN_STEP = 1.5  # the next step where too few did: 1.5x the step before (1.5x, 2.25x, ... with none)
@@ -36,8 +36,8 @@ OVERRUN_STEP = 1.5  # the next step where too few did: 1.5x the step before (1.5
 def runtime_correction(ratios: Sequence[float]) -> float:
     """The factor every estimate is multiplied by, to two decimals, from the true / estimated runtimes
     of recently finished jobs: their median where it is above ``TRUSTED_WITHIN`` (estimates run
-    short), their ``SHORTEN_QUANTILE`` quantile where that is below 1 / ``TRUSTED_WITHIN`` (nearly
-    every job ran well under its estimate), else 1; 1 with fewer than ``MIN_RATIOS`` of them."""
+    short), their ``SHORTEN_QUANTILE`` quantile where that is below 1 / ``TRUSTED_WITHIN`` (three
+    jobs in four ran well under their estimates), else 1; 1 with fewer than ``MIN_RATIOS`` of them."""
     n = len(ratios)
     if n < MIN_RATIOS:
         return 1.0
