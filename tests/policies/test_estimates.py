@@ -179,17 +179,22 @@ def test_a_policy_facing_an_overrunning_job_says_when_it_could_next_decide(polic
     assert plan.quiet_until == NOW + timedelta(minutes=25, microseconds=1)
 
 
-def test_a_deadline_job_on_spot_past_its_estimate_is_switched_to_on_demand_in_time() -> None:
-    """Taken as ending now, a spot job that outran its estimate looked done, so the deadline switch
-    never moved it; believed to need the next step, its slack shows it falling behind."""
+def _late_spot_job(ratios: tuple[float, ...] = ()) -> Snapshot:
+    """A strict 1 h job on spot, 100 min in, due in 50 min: believed 2.25 h by the fixed steps, so
+    35 min left and 15 min of slack."""
     spot = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.9)
-    # a 1 h estimate, 100 min run: believed 2.25 h, so 35 min left; the deadline leaves 15 min of slack
     job = Demand("dl", 1, NOW - timedelta(hours=2), 3_600.0, gpu_model="V100", job_class=JobClass.STRICT,
                  deadline=NOW + timedelta(minutes=35 + 15))
     started = NOW - timedelta(minutes=100)
     p = Placement(job, ("spot-1",), started, True, Market.SPOT, spot.price_per_hour_usd)
     node = Node("spot-1", spot, NodeState.READY, started, "rq", job_id="dl", for_job="dl")
-    snap = Snapshot(NOW, (), (p,), (), (node,), (spot, OD))
+    return Snapshot(NOW, (), (p,), (), (node,), (spot, OD), runtime_ratios=ratios)
+
+
+def test_a_deadline_job_on_spot_past_its_estimate_is_switched_to_on_demand_in_time() -> None:
+    """Taken as ending now, a spot job that outran its estimate looked done, so the deadline switch
+    never moved it; believed to need the next step, its slack shows it falling behind."""
+    snap = _late_spot_job()
     policy = BursterPolicy(COST, BursterParams(correct_estimates=False))
     (launch,) = [a for a in policy.decide(snap).actions if isinstance(a, Launch)]
     assert (launch.offering, launch.job_id) == (OD, "dl") and "slack <" in launch.reason
@@ -280,13 +285,7 @@ def test_a_deadline_job_past_its_estimate_is_switched_by_what_jobs_that_ran_as_f
         ratios: tuple[float, ...], switched: bool) -> None:
     """A 1 h spot job 100 min in, 50 min before its deadline: by the step it needs 35 min more, too
     close to switch later; where the jobs that ran that far ended at 1.7x it needs 2: it stays."""
-    spot = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.9)
-    job = Demand("dl", 1, NOW - timedelta(hours=2), 3_600.0, gpu_model="V100", job_class=JobClass.STRICT,
-                 deadline=NOW + timedelta(minutes=35 + 15))
-    started = NOW - timedelta(minutes=100)
-    p = Placement(job, ("spot-1",), started, True, Market.SPOT, spot.price_per_hour_usd)
-    node = Node("spot-1", spot, NodeState.READY, started, "rq", job_id="dl", for_job="dl")
-    snap = Snapshot(NOW, (), (p,), (), (node,), (spot, OD), runtime_ratios=ratios)
+    snap = _late_spot_job(ratios)
     policy = BursterPolicy(COST, BursterParams(correct_estimates=False))
     launches = [a for a in policy.decide(snap).actions if isinstance(a, Launch)]
     assert [(a.offering, a.job_id) for a in launches] == ([(OD, "dl")] if switched else [])
