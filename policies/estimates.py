@@ -181,6 +181,7 @@ def overrun_factor(ordered: Sequence[float], reached: float, *, beyond: bool = F
 
 
 def _next_step(ordered: Sequence[float], step: float) -> float:
+    """The belief chain's step after ``step`` (``overrun_factor``)."""
     outlived = len(ordered) - bisect.bisect_right(ordered, step)
     if outlived < OVERRUN_SEEN:
         return step * OVERRUN_STEP
