@@ -98,6 +98,9 @@ def test_estimates_that_run_long_are_learned_and_a_bad_bias_names_its_range(
     trusting = json.loads(capsys.readouterr().out)
     assert (exact["estimate_bias"], learned["estimate_bias"]) == (1.0, 2.0) and learned["jobs"] == exact["jobs"]
     assert (exact["runtime_ratio_median"], learned["runtime_ratio_median"]) == (1.0, 0.5)
+    # what the policy multiplies estimates by, as learned at the end; none where it trusts them
+    assert (exact["estimate_correction"], learned["estimate_correction"], trusting["estimate_correction"]) \
+        == (1.0, 0.5, None)
     assert exact["cloud_usd"] < learned["cloud_usd"] < 0.5 * trusting["cloud_usd"]
     assert main(["simulate", "--demo", "--days", "0.1", "--estimate-bias", "50"]) == 2
     assert "estimate bias must be a factor in [0.05, 20]" in capsys.readouterr().err

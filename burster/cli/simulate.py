@@ -15,6 +15,7 @@ from burster.config import load_config, parse_config
 from burster.errors import ConfigError
 from burster.plan import DecisionLog
 from burster.reconciler import PassReport
+from policies.estimates import runtime_correction
 
 
 def register(sub: Any) -> None:
@@ -102,6 +103,8 @@ def main(args: argparse.Namespace) -> int:
     result["estimate_bias"] = args.estimate_bias
     ratios = world.pool.runtime_ratios()  # what the policy learned of the estimates (policies/estimates.py)
     result["runtime_ratio_median"] = round(statistics.median(ratios), 4) if ratios else None
+    corrects = config.policy.name == "burster" and config.policy.correct_estimates
+    result["estimate_correction"] = runtime_correction(ratios) if corrects else None
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -173,6 +176,8 @@ def _print_table(r: dict[str, Any]) -> None:
         ("spot availability from", r["spot_source"]),
         *([("runtime / estimate, median of the last jobs", f"{r['runtime_ratio_median']:.2f}")]
           if r.get("runtime_ratio_median") is not None else []),
+        *([("estimates multiplied by (learned, at the end)", f"{r['estimate_correction']:.2f}")]
+          if r.get("estimate_correction") is not None else []),
     ]
     for k, v in rows:
         t.add_row(k, v)
