@@ -74,7 +74,7 @@ class BursterPolicy:
         actions += idle_ttl(snapshot, p.reclaim, kept_warm)
         if p.reclaim.move_back:
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
-            back: list[Checkpoint] = []
+            back: list[Checkpoint | Hold] = []
             if any(queue.free_gpus(m) > 0 for m in queue.total):  # else nothing to hold or move onto
                 room = reserved_room(snapshot, queue)  # free GPUs once the jobs leaving the cloud land
                 for hold in swaps:

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Node, Placement, PoolNode, QueueKey, Requeue, Snapshot, queue_key
-from burster.plan import Action, Checkpoint, Terminate, request_id
+from burster.plan import Action, Checkpoint, Hold, Terminate, request_id
 from policies.cost import BILLING, DEFAULT_BILLING, CostModel
 from policies.deadline import launched_for_running
 from policies.queue import ReservedQueue
@@ -69,8 +69,10 @@ def idle_ttl(snapshot: Snapshot, params: ReclaimParams, keep: frozenset[str] = f
 
 def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
               requeue: Requeue = Requeue.SUBMISSION, margin_s: float = 900.0,
-              room: NodeRoom | None = None) -> list[Checkpoint]:
-    """Checkpoint cloud jobs that now fit on free reserved GPUs, most expensive first.
+              room: NodeRoom | None = None) -> list[Checkpoint | Hold]:
+    """Checkpoint cloud jobs that now fit on free reserved GPUs, most expensive first, and hold the
+    nodes they were fitted to for them while they checkpoint (else the pool gives those GPUs to
+    whatever it can start in that minute, and the job, requeued with no room, bursts again).
 
     A stopped job goes back in the pool's queue, and the pool gives free GPUs to the queue's head
     whatever the controller plans. So a job may move only into GPUs not owed to the jobs that will
@@ -84,7 +86,7 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     its slack keeps ``margin_s`` after the pause (checkpoint write and restart). ``room``: the
     nodes' free GPUs (``reserved_room``, less nodes held in this pass); the moves take from it.
     """
-    out: list[Checkpoint] = []
+    out: list[Checkpoint | Hold] = []
     free = {m: queue.free_gpus(m) for m in queue.total}
     if not any(v > 0 for v in free.values()):
         return out
@@ -113,8 +115,13 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
         free[model] -= p.job.gpus
         for node_id in slots:
             nodes.take(node_id, p.job.gpus_per_node)
-        out += move_checkpoints(p, cost, snapshot.now, f"reserved GPUs free: move job {p.job.job_id} back on-prem, "
-                                f"saving ${saved:.2f} of cloud at ${p.price_per_hour_usd:.2f}/h")
+        moves = move_checkpoints(p, cost, snapshot.now, f"reserved GPUs free: move job {p.job.job_id} back on-prem, "
+                                 f"saving ${saved:.2f} of cloud at ${p.price_per_hour_usd:.2f}/h")
+        until = moves[0].deadline + timedelta(seconds=cost.p.launch_latency_s)
+        out += moves
+        out += [Hold(node_id, p.job.job_id, snapshot.now, until,
+                     reason=f"hold {node_id} for job {p.job.job_id} while it checkpoints to move back")
+                for node_id in dict.fromkeys(slots)]
     return out
 
 

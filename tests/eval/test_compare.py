@@ -155,7 +155,7 @@ def test_synthesized_spot_series_of_different_seeds_do_not_share_cached_drops() 
 def test_the_requeue_order_reaches_the_simulated_fifo_pool() -> None:
     """Same day of the bundled sample: in a FIFO pool, requeuing stopped jobs at the back changes what
     Burster does."""
-    plan = plan_settings([Window(str(DEMO_TRACE), "philly", 1.0, 1.0)], seeds=[0], nodes=[9])
+    plan = plan_settings([Window(str(DEMO_TRACE), "philly", 1.0, 1.0)], seeds=[0], nodes=[12])
     by_requeue = {rq: run_arm(plan.settings[0], "burster", Sources(requeue=rq, order="submission")).summary
                   for rq in ("submission", "back")}
     assert by_requeue["submission"]["launches"] != by_requeue["back"]["launches"]

@@ -162,14 +162,19 @@ def fragmented(draw: st.DrawFn) -> Snapshot:
 @given(fragmented())
 def test_holds_reserve_the_nodes_that_have_room_soonest_for_whole_gangs(snap: Snapshot) -> None:
     plan = POLICY.decide(snap)
-    got = [a for a in plan.actions if isinstance(a, Hold)]
+    holds = [a for a in plan.actions if isinstance(a, Hold)]
     moved = {a.job_id for a in plan.actions if isinstance(a, Checkpoint)}
+    assert len({h.node_id for h in holds}) == len(holds)
+    cloud = {p.job.job_id: p.job for p in snap.running if p.on_cloud}
+    free = {n.node_id: n.free_gpus for n in snap.pool_nodes}
+    for job_id in moved:  # a move back holds the nodes it was fitted to from now, one per gang member
+        mine = [h for h in holds if h.job_id == job_id]
+        assert len(mine) == cloud[job_id].nodes and all(h.start_at == NOW for h in mine)
+        assert all(free[h.node_id] >= cloud[job_id].gpus_per_node for h in mine)
+    got = [h for h in holds if h.job_id not in moved]  # the holds for jobs that cannot move yet
     by_job: dict[str, list[Hold]] = {}
     for h in got:
         by_job.setdefault(h.job_id, []).append(h)
-    assert len({h.node_id for h in got}) == len(got)
-    cloud = {p.job.job_id: p.job for p in snap.running if p.on_cloud}
-    free = {n.node_id: n.free_gpus for n in snap.pool_nodes}
     for job_id, hs in by_job.items():
         job = cloud[job_id]
         assert len(hs) == job.nodes  # the whole gang or nothing

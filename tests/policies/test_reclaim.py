@@ -9,7 +9,7 @@ import pytest
 
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Requeue, Snapshot
-from burster.plan import Checkpoint
+from burster.plan import Checkpoint, Hold
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
@@ -43,6 +43,12 @@ def test_a_cloud_job_moves_back_onto_free_reserved_gpus_nobody_waits_for() -> No
     plan = POLICY.decide(snapshot(()))
     assert moved(plan.actions) == ["cj"]
     assert "move job cj back on-prem" in plan.actions[0].reason  # type: ignore[attr-defined]
+    # the node it was fitted to is held for it while it checkpoints, so the pool cannot give the
+    # free GPU away in that minute; the hold runs out a boot after the checkpoint's deadline
+    (checkpoint,) = [a for a in plan.actions if isinstance(a, Checkpoint)]
+    (hold,) = [a for a in plan.actions if isinstance(a, Hold)]
+    assert (hold.node_id, hold.job_id, hold.start_at) == ("onprem-0", "cj", NOW)
+    assert hold.until == checkpoint.deadline + timedelta(seconds=POLICY.cost.p.launch_latency_s)
 
 
 def policy(requeue: Requeue) -> BursterPolicy:
