@@ -178,9 +178,11 @@ def queue_ranker(config: BursterConfig, cost: CostModel) -> Callable[[Demand], d
 def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: int,
                      prices: Path | None = None, spot_dir: Path | None = None,
                      providers: Sequence[str] = PROVIDERS, days: float | None = None,
-                     start_day: float = 0.0, estimate_error: float = 0.0, estimate_bias: float = 1.0) -> Simulation:
+                     start_day: float = 0.0, estimate_error: float = 0.0, estimate_bias: float = 1.0,
+                     estimate_team_spread: float = 0.0) -> Simulation:
     """A simulated world and a reconciler over it; ``estimate_error``: lognormal sigma of the runtime
-    estimates the controller sees (0: exact; ``burster.sim.estimates``), ``estimate_bias`` their factor."""
+    estimates the controller sees (0: exact; ``burster.sim.estimates``), ``estimate_bias`` their factor,
+    ``estimate_team_spread`` the lognormal sigma of each team's own factor."""
     from burster.sim.estimates import ratios_before, with_estimate_error
     from providers.sim.world import SimWorld
 
@@ -198,8 +200,10 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
         length = "to the end" if days is None else f"+ {days:g} d"
         raise ConfigError(f"no jobs submitted in day {start_day:g} {length} of {trace.name}; its arrivals span "
                           f"days 0 to {span:.1f} (check --start-day and --days)")
-    jobs, runtimes = with_estimate_error(jobs, estimate_error, seed, trace.estimates, estimate_bias)
-    history = ratios_before(trace.jobs, start, estimate_error, seed, trace.estimates, estimate_bias)
+    jobs, runtimes = with_estimate_error(jobs, estimate_error, seed, trace.estimates, estimate_bias,
+                                         team_spread=estimate_team_spread)
+    history = ratios_before(trace.jobs, start, estimate_error, seed, trace.estimates, estimate_bias,
+                            team_spread=estimate_team_spread)
     offerings = load_catalog(prices, providers) if prices else load_catalog(providers=providers)
     check_models(jobs, offerings, model if config.pool.nodes > 0 else None, providers)
     series, source = spot_series(seed, spot_dir)
@@ -209,7 +213,7 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
                      pool_nodes=config.pool.nodes, gpus_per_node=config.pool.gpus_per_node,
                      gpu_model=model, series=series, seed=seed, checkpoint_s=config.cost.checkpoint_write_s,
                      requeue=config.pool.requeue, runtimes=runtimes, ranker=queue_ranker(config, cost),
-                     ratios=history)
+                     history=history)
     world.pool.metrics.window_end = end
     reconciler = Reconciler(providers=world.clouds, pool=world.pool, policy=build_policy(policy, config, cost),
                             clock=clock)

@@ -70,7 +70,9 @@ class Pool(Protocol):
     - ``preempt``: ask an on-prem job to checkpoint before ``deadline``, then requeue it keeping the
       checkpointed work (``Preempt``); until then its Placement carries ``stopping_at``.
     - ``runtime_ratios``: for the jobs that finished most recently (a few hundred, oldest first), how
-      long each really ran over its runtime estimate (Slurm: elapsed / time limit, from sacct).
+      long each really ran over its runtime estimate (Slurm: elapsed / time limit, from sacct);
+      ``runtime_ratio_teams``: the team of each of those jobs (Slurm: the account), "" where none;
+      ``team_runtime_ratios``: per team, by name, the ratios of its own last jobs (up to a hundred or more).
     """
 
     def pending(self) -> Sequence[Demand]: ...
@@ -90,6 +92,10 @@ class Pool(Protocol):
     def preempt(self, job_id: str, deadline: datetime) -> None: ...
 
     def runtime_ratios(self) -> Sequence[float]: ...
+
+    def runtime_ratio_teams(self) -> Sequence[str]: ...
+
+    def team_runtime_ratios(self) -> Sequence[tuple[str, tuple[float, ...]]]: ...
 
 
 class SignalSource(Protocol):

@@ -261,6 +261,10 @@ class Snapshot:
     # true / estimated runtime of the jobs the pool finished most recently, oldest first (how far off
     # the estimates it is given run; ``Pool.runtime_ratios``)
     runtime_ratios: tuple[float, ...] = ()
+    # the team of each of those jobs (``Demand.team``; "" for none), or () where the pool does not say
+    runtime_ratio_teams: tuple[str, ...] = ()
+    # per team, by name, the same ratios of its own last jobs to finish (a longer history than the above)
+    team_runtime_ratios: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,6 +113,8 @@ class Reconciler:
             degraded_providers=frozenset(degraded),
             spend=self._spend(now),
             runtime_ratios=tuple(self.pool.runtime_ratios()),
+            runtime_ratio_teams=tuple(self.pool.runtime_ratio_teams()),
+            team_runtime_ratios=tuple(self.pool.team_runtime_ratios()),
         )
 
     def _all_offerings(self) -> tuple[Offering, ...]:

@@ -12,7 +12,7 @@ from policies.consolidate import consolidate
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.defrag import held_moves, hold_nodes
-from policies.estimates import believe_overruns, corrected, runtime_correction
+from policies.estimates import believe_overruns, corrected, runtime_corrections
 from policies.guards import GuardParams, NodeRoom, apply_guards, enforce_budget
 from policies.preempt import incoming, may_turn_urgent, preempt_for_urgent
 from policies.queue import ReservedQueue
@@ -49,7 +49,7 @@ class BursterPolicy:
     def decide(self, snapshot: Snapshot) -> Plan:
         p = self.params
         if p.correct_estimates:
-            snapshot = corrected(snapshot, runtime_correction(snapshot.runtime_ratios))
+            snapshot = corrected(snapshot, runtime_corrections(snapshot.runtime_ratios, snapshot.team_runtime_ratios))
         snapshot, overrun_wake = believe_overruns(snapshot)
         actions: list[Action] = []
         queue = ReservedQueue(snapshot.now, snapshot.pool_nodes, snapshot.running)

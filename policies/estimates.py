@@ -8,7 +8,11 @@ budget a deferring job may use (``estimate_scale``) and how long a deadline job 
 taken to run when its market is chosen (``runs_long``, ``taken_long``). Estimates are shortened
 only as far as three jobs in four ran within: where some users set careful limits and others set
 loose ones, shortening by the median would make the careful users' deadline jobs look safe when
-they are not. A job still running past its estimate (on reserved or cloud nodes) is believed to need
+they are not. A team with enough finished jobs of its own (``Snapshot.team_runtime_ratios``) has
+its estimates corrected by its own ratios (``runtime_corrections``): careful and loose teams are
+told apart, and the spread left is what is left once each team's error is taken out
+(``Snapshot.runtime_ratio_teams``). A job still
+running past its estimate (on reserved or cloud nodes) is believed to need
 what the finished jobs that outlived as much needed (their median; ``OVERRUN_STEP`` times it, then
 that again, until enough have), not to be ending at every instant (``believe_overruns``,
 ``overrun_factor``); so is a requeued job an earlier attempt of which ran past it
@@ -26,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from burster.model import Demand, JobClass, Placement, Snapshot
 
 MIN_RATIOS = 20  # finished jobs needed before their runtime ratios are used (until then: trusted as given)
+TEAM_RATIOS = 100  # a team's own finished jobs needed to correct its estimates apart (fewer: sampling noise)
 TRUSTED_WITHIN = 1.25  # ratios within [1/1.25, 1.25] of the truth are noise in the sample: estimates stand
 SHORTEN_QUANTILE = 0.75  # estimates are shortened only to what this share of finished jobs ran within
 OVERRUN_SEEN = 10  # finished jobs that outlived a believed step, needed to learn the next one from them
@@ -38,28 +43,79 @@ def runtime_correction(ratios: Sequence[float]) -> float:
     of recently finished jobs: their median where it is above ``TRUSTED_WITHIN`` (estimates run
     short), their ``SHORTEN_QUANTILE`` quantile where that is below 1 / ``TRUSTED_WITHIN`` (three
     jobs in four ran well under their estimates), else 1; 1 with fewer than ``MIN_RATIOS`` of them."""
-    n = len(ratios)
-    if n < MIN_RATIOS:
-        return 1.0
-    ordered = _sorted(ratios)
-    median, high = ordered[n // 2], _quantile(ordered, SHORTEN_QUANTILE)
+    return 1.0 if len(ratios) < MIN_RATIOS else _correction(_sorted(ratios))
+
+
+def _correction(ordered: Sequence[float]) -> float:
+    """``runtime_correction`` of sorted ratios, enough of them."""
+    median, high = ordered[len(ordered) // 2], _quantile(ordered, SHORTEN_QUANTILE)
     if median > TRUSTED_WITHIN:
         return round(median, 2)
     return round(high, 2) if high < 1 / TRUSTED_WITHIN else 1.0
 
 
-def corrected(snapshot: Snapshot, factor: float) -> Snapshot:
-    """``snapshot`` with every pending and running job's estimate times ``factor`` (at least 60 s;
-    running jobs' expected ends follow), and the ratios relative to the corrected estimates."""
-    if factor == 1.0:
+Corrections = tuple[float, dict[str, float]]  # the factor for every estimate; the teams' own, where known
+TeamRatios = tuple[tuple[str, tuple[float, ...]], ...]  # per team, its own last jobs' ratios
+
+
+def runtime_corrections(ratios: Sequence[float], team_ratios: TeamRatios = ()) -> Corrections:
+    """The factor for every estimate (``runtime_correction`` of ``ratios``) and, for each team with at
+    least ``TEAM_RATIOS`` finished jobs of its own (``team_ratios``, ``Snapshot.team_runtime_ratios``),
+    the factor of its own ratios."""
+    if _CORRECTIONS and _CORRECTIONS[0][0] is ratios and _CORRECTIONS[0][1] is team_ratios:
+        return _CORRECTIONS[0][2]  # the pool hands the same tuples until a job finishes
+    by_team = {team: _correction_of(own) for team, own in team_ratios if team and len(own) >= TEAM_RATIOS}
+    out = runtime_correction(ratios), by_team
+    _CORRECTIONS[:] = [(ratios, team_ratios, out)]
+    return out
+
+
+_CORRECTIONS: list[tuple[Sequence[float], TeamRatios, Corrections]] = []
+_TEAM_FACTORS: dict[tuple[float, ...], float] = {}  # a team's ratios -> its factor (most teams' are unchanged)
+
+
+def _correction_of(own: tuple[float, ...]) -> float:
+    """``runtime_correction`` of one team's ratios, kept while they stay the same."""
+    factor = _TEAM_FACTORS.get(own)
+    if factor is None:
+        if len(_TEAM_FACTORS) > 1024:
+            _TEAM_FACTORS.clear()
+        factor = _TEAM_FACTORS[own] = _correction(sorted(own))
+    return factor
+
+
+def corrected(snapshot: Snapshot, corrections: Corrections) -> Snapshot:
+    """``snapshot`` with every pending and running job's estimate times its team's factor, or the
+    factor for all (at least 60 s; running jobs' expected ends follow), and each ratio relative to
+    the estimates corrected alike (the spread left)."""
+    factor, by_team = corrections
+    if factor == 1.0 and all(f == 1.0 for f in by_team.values()):
         return snapshot
 
     def fix(job: Demand) -> Demand:
-        return replace(job, est_runtime_s=max(60.0, job.est_runtime_s * factor))
+        f = by_team.get(job.team, factor)
+        return job if f == 1.0 else replace(job, est_runtime_s=max(60.0, job.est_runtime_s * f))
 
     return replace(snapshot, pending=tuple(fix(j) for j in snapshot.pending),
                    running=tuple(replace(p, job=fix(p.job)) for p in snapshot.running),
-                   runtime_ratios=tuple(r / factor for r in snapshot.runtime_ratios))
+                   runtime_ratios=_residuals(snapshot.runtime_ratios, snapshot.runtime_ratio_teams, corrections))
+
+
+def _residuals(ratios: tuple[float, ...], teams: tuple[str, ...], corrections: Corrections) -> tuple[float, ...]:
+    """Each ratio over the factor its team's estimates are corrected by; the same tuple while the
+    pool hands the same ratios (the belief chain and sorted ratios are kept per tuple)."""
+    if _RESIDUALS and _RESIDUALS[0][0] is ratios and _RESIDUALS[0][1] is teams and _RESIDUALS[0][2] == corrections:
+        return _RESIDUALS[0][3]
+    factor, by_team = corrections
+    if len(teams) == len(ratios):
+        out = tuple(r / by_team.get(t, factor) for r, t in zip(ratios, teams, strict=True))
+    else:
+        out = tuple(r / factor for r in ratios)
+    _RESIDUALS[:] = [(ratios, teams, corrections, out)]
+    return out
+
+
+_RESIDUALS: list[tuple[tuple[float, ...], tuple[str, ...], Corrections, tuple[float, ...]]] = []
 
 
 def estimate_scale(ratios: Sequence[float], quantile: float) -> float:

@@ -106,6 +106,28 @@ def test_estimates_that_run_long_are_learned_and_a_bad_bias_names_its_range(
     assert "estimate bias must be a factor in [0.05, 20]" in capsys.readouterr().err
 
 
+def test_each_team_s_estimates_are_learned_from_its_own_jobs_and_a_bad_spread_names_its_range(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Time limits twice the runtimes, times a factor of each team's own (no noise): on day 6 of the
+    demo every team has 100 jobs of its own done and is corrected by exactly the inverse of its factor."""
+    from burster.sim.estimates import team_factor
+
+    argv = ["simulate", "--demo", "--start-day", "5", "--days", "1", "--pool-nodes", "6", "--json",
+            "--estimate-bias", "2"]
+    assert main([*argv, "--estimate-team-spread", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    by_team = out["estimate_correction_by_team"]
+    assert out["estimate_team_spread"] == 1.0 and len(by_team) == 11  # the Philly VCs
+    for team, factor in by_team.items():
+        ratio = 1 / (2 * team_factor(team, 1.0, seed=0))
+        assert factor == (round(ratio, 2) if not 0.8 <= ratio <= 1.25 else 1.0), team
+    assert len(set(by_team.values())) >= 4  # careful and loose teams told apart
+    assert main(argv) == 0
+    assert set(json.loads(capsys.readouterr().out)["estimate_correction_by_team"].values()) == {0.5}
+    assert main(["simulate", "--demo", "--days", "0.1", "--estimate-team-spread", "4"]) == 2
+    assert "estimate team spread must be a lognormal sigma in [0, 3]" in capsys.readouterr().err
+
+
 def test_a_whole_trace_replay_includes_its_last_arrival(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     trace = _philly(tmp_path / "trace_job_Philly_two.csv",

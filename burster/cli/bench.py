@@ -51,6 +51,9 @@ def register(sub: Any) -> None:
     p.add_argument("--estimate-bias", type=finite_float, default=1.0, metavar="FACTOR",
                    help="runtime estimates the arms see are FACTOR x the runtime, before --estimate-error's noise "
                         "(default 1; 2 to 4 is typical of Slurm time limits); jobs run their true runtimes")
+    p.add_argument("--estimate-team-spread", type=finite_float, default=0.0, metavar="SIGMA",
+                   help="each team's runtime estimates are off by a factor of its own, exp(N(0, SIGMA)), on top "
+                        "of --estimate-bias (default 0: every team alike)")
     p.add_argument("--set", action="append", default=[], metavar="policy.KEY=VALUE",
                    help="a [policy] setting for every arm, e.g. policy.standby=true (repeatable; "
                         "docs/config.md lists the keys)")
@@ -91,10 +94,11 @@ def _check_numbers(args: argparse.Namespace) -> None:
     from burster.app import check_window
 
     check_window(args.days, args.start_day or 0.0)
-    from burster.sim.estimates import check_bias, check_sigma
+    from burster.sim.estimates import check_bias, check_sigma, check_team_spread
 
     check_sigma(args.estimate_error)
     check_bias(args.estimate_bias)
+    check_team_spread(args.estimate_team_spread)
 
 
 def policy_settings(items: list[str]) -> tuple[tuple[str, Any], ...]:
@@ -207,7 +211,7 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("nothing to run: every trace of the suite was skipped (see above)")
     _check_models(plan.settings, args.prices)
     sources = Sources(args.prices, args.spot, args.requeue, args.pool_order, args.estimate_error, args.estimate_bias,
-                      settings)
+                      args.estimate_team_spread, settings)
     if args.json:
         result = run_suite(plan.settings, policies, sources, workers=args.workers)
     else:

@@ -15,7 +15,7 @@ from burster.config import load_config, parse_config
 from burster.errors import ConfigError
 from burster.plan import DecisionLog
 from burster.reconciler import PassReport
-from policies.estimates import runtime_correction
+from policies.estimates import runtime_corrections
 
 
 def register(sub: Any) -> None:
@@ -50,6 +50,9 @@ def register(sub: Any) -> None:
                    help="runtime estimates the controller sees are FACTOR x the runtime, before "
                         "--estimate-error's noise (default 1; 2 to 4 is typical of Slurm time limits); "
                         "jobs run their true runtimes")
+    p.add_argument("--estimate-team-spread", type=finite_float, default=0.0, metavar="SIGMA",
+                   help="each team's runtime estimates are off by a factor of its own, exp(N(0, SIGMA)), on top "
+                        "of --estimate-bias (default 0: every team alike; 1: from about 0.4x to 2.7x)")
     p.add_argument("--explain", action="store_true", help="print every decision with its reason")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.set_defaults(func=main)
@@ -87,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
     sim = build_simulation(config, trace, policy=config.policy.name, seed=args.seed, prices=args.prices,
                            spot_dir=args.spot, providers=providers,
                            days=days, start_day=args.start_day, estimate_error=args.estimate_error,
-                           estimate_bias=args.estimate_bias)
+                           estimate_bias=args.estimate_bias, estimate_team_spread=args.estimate_team_spread)
     on_pass = _explainer() if args.explain else None
     started = time.perf_counter()
     passes = _run_with_progress(sim, run, on_pass, quiet=args.json or args.explain,
@@ -101,10 +104,13 @@ def main(args: argparse.Namespace) -> int:
     result["spot_source"] = sim.spot_source
     result["estimate_error"] = args.estimate_error
     result["estimate_bias"] = args.estimate_bias
+    result["estimate_team_spread"] = args.estimate_team_spread
     ratios = world.pool.runtime_ratios()  # what the policy learned of the estimates (policies/estimates.py)
     result["runtime_ratio_median"] = round(statistics.median(ratios), 4) if ratios else None
     corrects = config.policy.name == "burster" and config.policy.correct_estimates
-    result["estimate_correction"] = runtime_correction(ratios) if corrects else None
+    factor, by_team = runtime_corrections(tuple(ratios), tuple(world.pool.team_runtime_ratios()))
+    result["estimate_correction"] = factor if corrects else None
+    result["estimate_correction_by_team"] = dict(sorted(by_team.items())) if corrects else None
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -142,6 +148,12 @@ def _run_with_progress(sim: Any, run: Any, on_pass: Any, *, quiet: bool, tick_s:
                        on_progress=on_progress))
 
 
+def _team_factors(by_team: dict[str, float]) -> str:
+    """'11 (0.41x to 1.00x)': how many teams' estimates are corrected apart, and how far."""
+    low, high = min(by_team.values()), max(by_team.values())
+    return f"{len(by_team)} ({low:.2f}x to {high:.2f}x)"
+
+
 def _print_table(r: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -149,6 +161,8 @@ def _print_table(r: dict[str, Any]) -> None:
     noise = f", runtime estimates off by exp(N(0, {r['estimate_error']:g}))" if r.get("estimate_error") else ""
     if r.get("estimate_bias", 1.0) != 1.0:
         noise += f", estimates {r['estimate_bias']:g}x the runtimes"
+    if r.get("estimate_team_spread"):
+        noise += f", each team's off by exp(N(0, {r['estimate_team_spread']:g}))"
     t = Table(title=f"burster simulate: {r['policy']} on {r['trace']} ({r['pool_gpus']} reserved GPUs{noise})")
     t.add_column("metric")
     t.add_column("value", justify="right")
@@ -178,6 +192,8 @@ def _print_table(r: dict[str, Any]) -> None:
           if r.get("runtime_ratio_median") is not None else []),
         *([("estimates multiplied by (learned, at the end)", f"{r['estimate_correction']:.2f}")]
           if r.get("estimate_correction") is not None else []),
+        *([("teams corrected by their own jobs (factors)", _team_factors(r["estimate_correction_by_team"]))]
+          if r.get("estimate_correction_by_team") else []),
     ]
     for k, v in rows:
         t.add_row(k, v)

@@ -75,6 +75,7 @@ class Sources:
     order: str = "start_by"  # the simulated pool's queue order (pool.order)
     estimate_error: float = 0.0  # lognormal sigma of the runtime estimates the arms see (burster.sim.estimates)
     estimate_bias: float = 1.0  # the arms' estimates are this factor times the runtimes, before the noise
+    estimate_team_spread: float = 0.0  # lognormal sigma of each team's own factor on top of the bias
     policy: tuple[tuple[str, Any], ...] = ()  # [policy] settings for every arm (``burster bench --set``)
 
 
@@ -163,7 +164,8 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
     config = bench_config(setting.nodes, sources.requeue, sources.order, sources.policy)
     sim = build_simulation(config, trace, policy=policy, seed=setting.seed, prices=sources.prices,
                            spot_dir=sources.spot, days=w.days, start_day=w.start_day,
-                           estimate_error=sources.estimate_error, estimate_bias=sources.estimate_bias)
+                           estimate_error=sources.estimate_error, estimate_bias=sources.estimate_bias,
+                           estimate_team_spread=sources.estimate_team_spread)
     world: Any = sim.world
     start = sim.clock.now()
     step_s = max(300, round(w.days * 86400 / 288 / 300) * 300)
@@ -179,6 +181,7 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
     summary["spot_source"] = sim.spot_source
     summary["estimate_error"] = sources.estimate_error
     summary["estimate_bias"] = sources.estimate_bias
+    summary["estimate_team_spread"] = sources.estimate_team_spread
     summary["policy_settings"] = dict(sources.policy)
     summary["pool_order"] = sources.order
     spend: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
@@ -243,6 +246,7 @@ SUMMARY_EXTRAS = ("cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_bu
                   "jobs_never_started",
                   "preemptions", "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours",
                   "stranded_gpu_hours", "launches", "onprem_utilization", "estimate_error", "estimate_bias",
+                  "estimate_team_spread",
                   "policy_settings", "pool_order", "spot_source")
 
 

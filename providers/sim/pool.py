@@ -45,11 +45,12 @@ class SimPool:
     def __init__(self, events: EventQueue, *, nodes: int, gpus_per_node: int, gpu_model: str,
                  checkpoint_s: float = 60.0, backfill_depth: int = 256, requeue: Requeue = Requeue.SUBMISSION,
                  runtimes: Mapping[str, float] | None = None,
-                 ranker: Callable[[Demand], datetime] | None = None, ratios: Sequence[float] = ()) -> None:
+                 ranker: Callable[[Demand], datetime] | None = None,
+                 history: Sequence[tuple[float, str]] = ()) -> None:
         """``runtimes``: how long jobs really run, by id, where that differs from their estimate
         (``Demand.est_runtime_s``, what the controller and the pool's backfill see). ``ranker``: the
-        start-by rule of a ranked queue (None: FIFO). ``ratios``: true / estimated runtimes of jobs
-        that finished before the simulation starts (``runtime_ratios`` begins with them)."""
+        start-by rule of a ranked queue (None: FIFO). ``history``: (true / estimated runtime, team) of
+        jobs that finished before the simulation starts (``runtime_ratios`` begins with them)."""
         self.events = events
         self.gpu_model = gpu_model
         self.onprem = OnPremNodes(nodes, gpus_per_node, gpu_model)
@@ -59,7 +60,7 @@ class SimPool:
         self.runs: dict[str, _Run] = {}
         self.burst: dict[str, BurstNode] = {}
         self.metrics = PoolMetrics(nodes * gpus_per_node)
-        self.truth = TrueRuntimes(runtimes, ratios)
+        self.truth = TrueRuntimes(runtimes, history)
         self._cache: dict[str, tuple[object, ...]] = {}
         self._ends: list[tuple[float, int]] = []  # (ends_ts, gpus) of on-prem runs, sorted
         self._changed = True  # queue, runs or burst nodes changed since the last schedule()
@@ -84,6 +85,14 @@ class SimPool:
     def runtime_ratios(self) -> Sequence[float]:
         """True over estimated runtime of the last jobs to finish, oldest first (``TrueRuntimes``)."""
         return self.truth.ratios()
+
+    def runtime_ratio_teams(self) -> Sequence[str]:
+        """The team of each job ``runtime_ratios`` reports on."""
+        return self.truth.teams()
+
+    def team_runtime_ratios(self) -> Sequence[tuple[str, tuple[float, ...]]]:
+        """Per team, its own last jobs' true over estimated runtimes (``TrueRuntimes.by_team``)."""
+        return self.truth.by_team()
 
     def bootstrap(self, offering: Offering) -> str:
         return f"#cloud-config\n# join simulated pool as {offering.gpu_model} x{offering.gpus_per_node}\n"

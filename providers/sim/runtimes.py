@@ -13,28 +13,57 @@ from collections.abc import Mapping, Sequence
 from burster.model import Demand
 
 RATIO_HISTORY = 256  # finished jobs whose runtime ratios the pool reports
+TEAM_HISTORY = 128  # and of each team, its own last jobs' ratios
 
 
 class TrueRuntimes:
     """True runtimes by job id (where they differ from the estimates), and the ratio history."""
 
-    def __init__(self, runtimes: Mapping[str, float] | None = None, ratios: Sequence[float] = ()) -> None:
+    def __init__(self, runtimes: Mapping[str, float] | None = None,
+                 history: Sequence[tuple[float, str]] = ()) -> None:
+        """``history``: (true / estimated runtime, team) of jobs that finished before, oldest first."""
         self._by_id = dict(runtimes or {})
-        self._ratios: deque[float] = deque(ratios, maxlen=RATIO_HISTORY)
-        self._view: tuple[float, ...] | None = None
+        self._ratios: deque[float] = deque(maxlen=RATIO_HISTORY)
+        self._teams: deque[str] = deque(maxlen=RATIO_HISTORY)
+        self._own: dict[str, deque[float]] = {}
+        for ratio, team in history:
+            self._record(ratio, team)
+        self._view: tuple[tuple[float, ...], tuple[str, ...]] | None = None
+        self._own_view: tuple[tuple[str, tuple[float, ...]], ...] | None = None
 
     def of(self, job: Demand) -> float:
         """How long ``job`` really runs (its estimate unless told otherwise)."""
         return self._by_id.get(job.job_id, job.est_runtime_s)
 
     def finished(self, job: Demand) -> None:
-        """Record a finished job's true / estimated runtime."""
+        """Record a finished job's true / estimated runtime, and its team."""
         if job.est_runtime_s > 0:
-            self._ratios.append(self.of(job) / job.est_runtime_s)
-            self._view = None
+            self._record(self.of(job) / job.est_runtime_s, job.team)
+            self._view = self._own_view = None
+
+    def _record(self, ratio: float, team: str) -> None:
+        self._ratios.append(ratio)
+        self._teams.append(team)
+        if team:
+            self._own.setdefault(team, deque(maxlen=TEAM_HISTORY)).append(ratio)
 
     def ratios(self) -> tuple[float, ...]:
         """The last ``RATIO_HISTORY`` ratios, oldest first: the same tuple until a job finishes."""
+        return self._views()[0]
+
+    def teams(self) -> tuple[str, ...]:
+        """The team of each of ``ratios()``: the same tuple until a job finishes."""
+        return self._views()[1]
+
+    def by_team(self) -> tuple[tuple[str, tuple[float, ...]], ...]:
+        """Per team, by name, its last ``TEAM_HISTORY`` ratios, oldest first: the same tuple until a job
+        finishes."""
+        if self._own_view is None:
+            self._own_view = tuple((t, tuple(q)) for t, q in sorted(self._own.items()))
+        return self._own_view
+
+    def _views(self) -> tuple[tuple[float, ...], tuple[str, ...]]:
         if self._view is None:
-            self._view = tuple(self._ratios)
+            self._view = tuple(self._ratios), tuple(self._teams)
         return self._view
+

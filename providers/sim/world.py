@@ -20,12 +20,13 @@ class SimWorld:
                  providers: Sequence[str], pool_nodes: int, gpus_per_node: int, gpu_model: str,
                  series: Sequence[SpotSeries] = (), seed: int = 0, checkpoint_s: float = 60.0,
                  requeue: Requeue = Requeue.SUBMISSION, runtimes: Mapping[str, float] | None = None,
-                 ranker: Callable[[Demand], datetime] | None = None, ratios: Sequence[float] = ()) -> None:
+                 ranker: Callable[[Demand], datetime] | None = None,
+                 history: Sequence[tuple[float, str]] = ()) -> None:
         self.clock = clock
         self.start = clock.now()
         self.pool = SimPool(EventQueue(), nodes=pool_nodes, gpus_per_node=gpus_per_node,
                             gpu_model=gpu_model, checkpoint_s=checkpoint_s, requeue=requeue, runtimes=runtimes,
-                            ranker=ranker, ratios=ratios)
+                            ranker=ranker, history=history)
         self.events = self.pool.events
         self.events.before = self.pool.metrics.advance
         self.clouds = {name: SimCloudProvider(name, offerings, events=self.events, pool=self.pool,

@@ -24,7 +24,8 @@ ISSUE_KEYS = {"trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s",
 EXTRAS = {"cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses", "preemptions",
           "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours", "stranded_gpu_hours",
           "upper_bound_cloud_gpu_hours", "launches", "onprem_utilization", "ratio_to_lower_bound", "captured_savings",
-          "bound_status", "window", "estimate_error", "estimate_bias", "policy_settings", "pool_order", "spot_source",
+          "bound_status", "window", "estimate_error", "estimate_bias", "estimate_team_spread",
+          "policy_settings", "pool_order", "spot_source",
           "jobs_never_started"}
 
 

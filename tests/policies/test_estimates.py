@@ -23,12 +23,14 @@ from policies.estimates import (
     MIN_RATIOS,
     OVERRUN_SEEN,
     OVERRUN_STEP,
+    TEAM_RATIOS,
     believe_overruns,
     corrected,
     estimate_scale,
     overrun_factor,
     runs_long,
     runtime_correction,
+    runtime_corrections,
     taken_long,
 )
 
@@ -86,15 +88,39 @@ def _world() -> Snapshot:
 
 def test_a_corrected_snapshot_scales_every_estimate_and_the_expected_ends() -> None:
     snap = _world()
-    assert corrected(snap, 1.0) is snap
-    half = corrected(snap, 0.5)
+    assert corrected(snap, (1.0, {})) is snap
+    half = corrected(snap, (0.5, {}))
     assert half.pending[0].est_runtime_s == 3_600.0 and half.pending[0].remaining_s == 3_600.0
     (p,) = half.running
     assert p.job.est_runtime_s == 7_200.0 and p.job.done_s == 600.0
     assert p.ends_at_ts == (NOW - timedelta(hours=1) + timedelta(seconds=6_600)).timestamp()
     assert half.runtime_ratios == (1.0,) * 30  # relative to the corrected estimates
-    tiny = corrected(replace(snap, pending=(Demand("t", 1, NOW, 100.0),)), 0.1)
+    tiny = corrected(replace(snap, pending=(Demand("t", 1, NOW, 100.0),)), (0.1, {}))
     assert tiny.pending[0].est_runtime_s == 60.0
+
+
+def test_a_team_with_enough_finished_jobs_has_its_estimates_corrected_by_its_own() -> None:
+    """Team a sets limits 4x its runtimes, team b exact ones, team c has too few jobs to tell: a's are
+    quartered, b's stand, c's take the factor of all; the spread left is none but c's."""
+    ratios = (0.25,) * 30 + (1.0,) * 30 + (0.25,) * 5  # the last jobs to finish, and their teams
+    teams = ("a",) * 30 + ("b",) * 30 + ("c",) * 5
+    own = (("a", (0.25,) * TEAM_RATIOS), ("b", (1.0,) * TEAM_RATIOS), ("c", (0.25,) * (TEAM_RATIOS - 1)))
+    factor, by_team = runtime_corrections(ratios, own)
+    assert factor == 1.0 and by_team == {"a": 0.25, "b": 1.0}  # three in four of all ran within 1x
+    assert runtime_corrections(ratios) == (1.0, {})  # teams not told: one factor for all
+    jobs = (*(Demand(f"{t}1", 1, NOW, 8_000.0, team=t) for t in "abc"), Demand("n", 1, NOW, 8_000.0))
+    snap = Snapshot(NOW, jobs, (), (), (), (), runtime_ratios=ratios, runtime_ratio_teams=teams,
+                    team_runtime_ratios=own)
+    fixed = corrected(snap, (factor, by_team))
+    assert [j.est_runtime_s for j in fixed.pending] == [2_000.0, 8_000.0, 8_000.0, 8_000.0]
+    assert fixed.runtime_ratios == (1.0,) * 60 + (0.25,) * 5  # c's error is left in the spread
+    loose = (0.25,) * 90 + (1.0,) * 30 + (0.25,) * 5
+    assert runtime_corrections(loose, own) == (0.25, {"a": 0.25, "b": 1.0})  # c takes the factor of all
+    # a team's own sample, not its share of the last jobs, says whether it is told apart
+    assert runtime_corrections((0.25,) * 40, (("a", (1.0,) * TEAM_RATIOS),)) == (0.25, {"a": 1.0})
+    # ratios not labelled with teams are corrected by the factor of all
+    plain = corrected(replace(snap, runtime_ratio_teams=()), (0.5, {"a": 0.25}))
+    assert plain.runtime_ratios == (0.5,) * 30 + (2.0,) * 30 + (0.5,) * 5
 
 
 SPOT = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
@@ -122,6 +148,19 @@ def _deadline_world(ratios: tuple[float, ...]) -> Snapshot:
 def test_the_policy_reads_corrected_estimates(ratios: tuple[float, ...], correct: bool, market: Market) -> None:
     policy = BursterPolicy(COST, BursterParams(correct_estimates=correct))
     launches = [a for a in policy.decide(_deadline_world(ratios)).actions if isinstance(a, Launch)]
+    assert [a.offering.market for a in launches] == [market]
+
+
+@pytest.mark.parametrize(("team", "market"), [("vc_loose", Market.SPOT), ("vc_careful", Market.ON_DEMAND)])
+def test_the_policy_corrects_a_team_s_estimates_by_that_team_s_jobs(team: str, market: Market) -> None:
+    """60 % of jobs, all of one team, ran a fifth of their estimates, the rest exactly theirs: the
+    loose team's deadline job has slack for spot, the careful team's has not (one factor for all
+    would leave both on-demand, test above)."""
+    world = _deadline_world((0.2,) * 60 + (1.0,) * 40)
+    world = replace(world, pending=(replace(world.pending[0], team=team),),
+                    runtime_ratio_teams=("vc_loose",) * 60 + ("vc_careful",) * 40,
+                    team_runtime_ratios=(("vc_careful", (1.0,) * 128), ("vc_loose", (0.2,) * 128)))
+    launches = [a for a in BursterPolicy(COST).decide(world).actions if isinstance(a, Launch)]
     assert [a.offering.market for a in launches] == [market]
 
 

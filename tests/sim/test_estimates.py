@@ -6,6 +6,7 @@ import json
 import statistics
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,12 +115,64 @@ def test_the_history_is_the_last_jobs_done_before_the_window_with_their_estimate
     start = T0 + timedelta(days=1)
     jobs = [Demand(f"d{i}", 1, T0 + timedelta(minutes=i), 3600.0) for i in range(10)]
     jobs += [Demand("late", 1, start - timedelta(minutes=30), 3600.0)]  # still running at the start
-    assert ratios_before(jobs, start, 0.0, seed=0) == [1.0] * 10
-    assert ratios_before(jobs, start, 0.0, seed=0, bias=2.0, keep=4) == [0.5] * 4
-    assert ratios_before(jobs, start, 0.0, seed=0, told={"d9": 7200.0}, keep=2) == [1.0, 0.5]  # d9 ended last
-    noisy = ratios_before(jobs, start, 0.5, seed=0)
-    assert len(set(noisy)) == 10 and noisy == ratios_before(jobs, start, 0.5, seed=0)
+
+    def ratios(*args: Any, **kw: Any) -> list[float]:
+        return [r for r, _ in ratios_before(*args, **kw)]
+
+    assert ratios(jobs, start, 0.0, seed=0) == [1.0] * 10
+    assert ratios(jobs, start, 0.0, seed=0, bias=2.0, keep=4) == [0.5] * 4
+    assert ratios(jobs, start, 0.0, seed=0, told={"d9": 7200.0}, keep=2) == [1.0, 0.5]  # d9 ended last
+    noisy = ratios(jobs, start, 0.5, seed=0)
+    assert len(set(noisy)) == 10 and noisy == ratios(jobs, start, 0.5, seed=0)
     assert ratios_before(jobs, T0, 0.0, seed=0) == []
+    # a longer history draws the last 256 jobs' estimates as a short one does
+    many = [Demand(f"m{i}", 1, T0 + timedelta(seconds=i), 3600.0) for i in range(600)]
+    assert ratios(many, start, 0.5, seed=0)[-256:] == ratios(many, start, 0.5, seed=0, keep=256)
+
+
+def test_each_team_s_estimates_are_off_by_a_factor_of_its_own_the_same_in_the_history() -> None:
+    from burster.sim.estimates import ratios_before, team_factor
+
+    jobs = [Demand(f"{t}{i}", 1, T0 + timedelta(minutes=i), 3600.0, team=t) for t in ("vc_a", "vc_b", "")
+            for i in range(20)]
+    seen, true = with_estimate_error(jobs, 0.0, seed=4, bias=2.0, team_spread=1.0)
+    by_team: dict[str, set[float]] = {}
+    for j in seen:
+        by_team.setdefault(j.team, set()).add(round(j.est_runtime_s / true.get(j.job_id, 3600.0), 9))
+    fa, fb = team_factor("vc_a", 1.0, 4), team_factor("vc_b", 1.0, 4)
+    assert by_team == {"vc_a": {round(2 * fa, 9)}, "vc_b": {round(2 * fb, 9)}, "": {2.0}}  # no team: bias only
+    assert fa != fb and team_factor("vc_a", 1.0, 5) != fa and team_factor("vc_a", 0.0, 4) == 1.0
+    plain, _ = with_estimate_error(jobs, 0.5, seed=4)
+    spread, _ = with_estimate_error(jobs, 0.5, seed=4, team_spread=1.0)  # the jobs' noise is drawn alike
+    assert spread[0].est_runtime_s / plain[0].est_runtime_s == pytest.approx(fa)
+    history = ratios_before(jobs, T0 + timedelta(days=1), 0.0, seed=4, team_spread=1.0)
+    assert {(round(r, 9), t) for r, t in history} == {(round(1 / fa, 9), "vc_a"), (round(1 / fb, 9), "vc_b"),
+                                                      (1.0, "")}
+    with pytest.raises(ConfigError, match=r"team spread must be a lognormal sigma in \[0, 3\]"):
+        with_estimate_error(jobs, 0.0, seed=0, team_spread=-1.0)
+
+
+def test_the_pool_reports_the_team_of_each_finished_job_with_its_ratio() -> None:
+    events = EventQueue()
+    pool = SimPool(events, nodes=1, gpus_per_node=8, gpu_model="V100", runtimes={"a": 1800.0},
+                   history=[(3.0, "old")])
+    pool.submit(Demand("a", 1, T0, 3600.0, gpu_model="V100", team="vc_a"), T0)
+    pool.submit(Demand("b", 1, T0, 3600.0, gpu_model="V100"), T0)
+    pool.schedule(T0)
+    events.run_until(T0 + timedelta(hours=1))
+    assert pool.runtime_ratios() == (3.0, 0.5, 1.0) and pool.runtime_ratio_teams() == ("old", "vc_a", "")
+    assert pool.runtime_ratio_teams() is pool.runtime_ratio_teams()  # the same tuple until a job finishes
+    assert pool.team_runtime_ratios() == (("old", (3.0,)), ("vc_a", (0.5,)))  # by name; no team: none
+    assert pool.team_runtime_ratios() is pool.team_runtime_ratios()
+
+
+def test_each_team_keeps_its_own_longer_history() -> None:
+    from providers.sim.runtimes import RATIO_HISTORY, TEAM_HISTORY, TrueRuntimes
+
+    history = [(0.5, "a")] * (2 * TEAM_HISTORY) + [(2.0, "b")] * RATIO_HISTORY
+    truth = TrueRuntimes(history=history)
+    assert truth.ratios() == (2.0,) * RATIO_HISTORY and set(truth.teams()) == {"b"}  # a's aged out here
+    assert truth.by_team() == (("a", (0.5,) * TEAM_HISTORY), ("b", (2.0,) * TEAM_HISTORY))  # not there
 
 
 def test_a_window_opens_with_the_history_of_the_jobs_before_it() -> None:

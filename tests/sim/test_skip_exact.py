@@ -17,11 +17,12 @@ TRACE = load_trace(DEMO_TRACE, "philly")
 
 
 def simulate(policy: str, *, skip: bool, estimate_error: float = 0.0, settings: dict[str, Any] | None = None,
-             guards: dict[str, Any] | None = None,
-             reports: list[PassReport] | None = None) -> tuple[dict[str, Any], list[str]]:
+             guards: dict[str, Any] | None = None, reports: list[PassReport] | None = None,
+             start_day: float = 1.0, **estimates: float) -> tuple[dict[str, Any], list[str]]:
+    """``estimates``: ``estimate_bias``, ``estimate_team_spread`` (``build_simulation``)."""
     config = parse_config({"pool": {"nodes": 12}, "policy": settings or {}, "guards": guards or {}})
-    sim = build_simulation(config, TRACE, policy=policy, seed=3, days=1, start_day=1,
-                           estimate_error=estimate_error)
+    sim = build_simulation(config, TRACE, policy=policy, seed=3, days=1, start_day=start_day,
+                           estimate_error=estimate_error, **estimates)
     decisions: list[str] = []
 
     def on_pass(report: PassReport) -> None:
@@ -74,6 +75,23 @@ def test_skipping_is_exact_when_runtime_estimates_are_wrong(policy: str) -> None
     fast, fast_decisions = simulate(policy, skip=True, estimate_error=0.5)
     slow, slow_decisions = simulate(policy, skip=False, estimate_error=0.5)
     assert fast.pop("reconcile_passes") < slow.pop("reconcile_passes") / 2  # it still skips
+    assert fast_decisions == slow_decisions
+    assert fast == slow
+
+
+def test_skipping_is_exact_when_each_team_s_estimates_run_their_own_way() -> None:
+    """Teams corrected by their own factors, learned anew as jobs finish (events): no wake to miss.
+    Day 5 of the week: every team has 100 jobs of its own done before the window."""
+    from policies.estimates import runtime_corrections
+
+    noise = {"estimate_error": 0.3, "estimate_bias": 2.0, "estimate_team_spread": 1.0}
+    sim = build_simulation(parse_config({"pool": {"nodes": 12}}), TRACE, policy="burster", seed=3, days=1,
+                           start_day=5, **noise)
+    first = sim.reconciler.observe()
+    assert len(runtime_corrections(first.runtime_ratios, first.team_runtime_ratios)[1]) == 11
+    fast, fast_decisions = simulate("burster", skip=True, start_day=5, **noise)
+    slow, slow_decisions = simulate("burster", skip=False, start_day=5, **noise)
+    assert fast.pop("reconcile_passes") < slow.pop("reconcile_passes") / 2
     assert fast_decisions == slow_decisions
     assert fast == slow
 
