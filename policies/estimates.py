@@ -89,6 +89,9 @@ def _correction_of(own: tuple[float, ...]) -> float:
 # objects until they change): rebuilding them every pass was half the policy's time under biased estimates
 _FIXED: list[tuple[Corrections, dict[int, tuple[object, object]]]] = []
 _T = TypeVar("_T", Demand, Placement)
+# and the whole queue and running set of the last call (most passes see both unchanged)
+_WHOLE: list[tuple[Corrections, tuple[Demand, ...], tuple[Demand, ...], tuple[Placement, ...],
+                   tuple[Placement, ...]]] = []
 
 
 def corrected(snapshot: Snapshot, corrections: Corrections) -> Snapshot:
@@ -111,9 +114,14 @@ def corrected(snapshot: Snapshot, corrections: Corrections) -> Snapshot:
         memo[id(item)] = (item, out)
         return out  # type: ignore[return-value]
 
+    whole = _WHOLE[0] if _WHOLE and _WHOLE[0][0] == corrections else None
+    if whole is not None and whole[1] is snapshot.pending and whole[3] is snapshot.running:
+        return replace(snapshot, pending=whole[2], running=whole[4], runtime_ratios=_residuals(
+            snapshot.runtime_ratios, snapshot.runtime_ratio_teams, corrections))
     pending = tuple(kept(j, fix) for j in snapshot.pending)
     running = tuple(kept(p, lambda p: replace(p, job=fix(p.job))) for p in snapshot.running)
     _FIXED[:] = [(corrections, memo)]
+    _WHOLE[:] = [(corrections, snapshot.pending, pending, snapshot.running, running)]
     return replace(snapshot, pending=pending, running=running,
                    runtime_ratios=_residuals(snapshot.runtime_ratios, snapshot.runtime_ratio_teams, corrections))
 
