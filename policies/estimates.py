@@ -72,16 +72,19 @@ def runtime_corrections(ratios: Sequence[float], team_ratios: TeamRatios = ()) -
 
 
 _CORRECTIONS: list[tuple[Sequence[float], TeamRatios, Corrections]] = []
-_TEAM_FACTORS: dict[tuple[float, ...], float] = {}  # a team's ratios -> its factor (most teams' are unchanged)
+# a team's ratios (by id: the pool hands a team the same tuple until one of its jobs finishes) -> its factor
+_TEAM_FACTORS: dict[int, tuple[tuple[float, ...], float]] = {}
 
 
 def _correction_of(own: tuple[float, ...]) -> float:
-    """``runtime_correction`` of one team's ratios, kept while they stay the same."""
-    factor = _TEAM_FACTORS.get(own)
-    if factor is None:
-        if len(_TEAM_FACTORS) > 1024:
-            _TEAM_FACTORS.clear()
-        factor = _TEAM_FACTORS[own] = _correction(sorted(own))
+    """``runtime_correction`` of one team's ratios, kept while the pool hands the same tuple."""
+    hit = _TEAM_FACTORS.get(id(own))
+    if hit is not None and hit[0] is own:
+        return hit[1]
+    if len(_TEAM_FACTORS) > 1024:
+        _TEAM_FACTORS.clear()
+    factor = _correction(sorted(own))
+    _TEAM_FACTORS[id(own)] = (own, factor)
     return factor
 
 

@@ -26,6 +26,7 @@ class TrueRuntimes:
         self._ratios: deque[float] = deque(maxlen=RATIO_HISTORY)
         self._teams: deque[str] = deque(maxlen=RATIO_HISTORY)
         self._own: dict[str, deque[float]] = {}
+        self._own_tuples: dict[str, tuple[float, ...]] = {}  # each team's view, until one of its jobs finishes
         for ratio, team in history:
             self._record(ratio, team)
         self._view: tuple[tuple[float, ...], tuple[str, ...]] | None = None
@@ -46,6 +47,7 @@ class TrueRuntimes:
         self._teams.append(team)
         if team:
             self._own.setdefault(team, deque(maxlen=TEAM_HISTORY)).append(ratio)
+            self._own_tuples.pop(team, None)
 
     def ratios(self) -> tuple[float, ...]:
         """The last ``RATIO_HISTORY`` ratios, oldest first: the same tuple until a job finishes."""
@@ -57,9 +59,12 @@ class TrueRuntimes:
 
     def by_team(self) -> tuple[tuple[str, tuple[float, ...]], ...]:
         """Per team, by name, its last ``TEAM_HISTORY`` ratios, oldest first: the same tuple until a job
-        finishes."""
+        finishes (and a team's own, until one of its jobs does)."""
         if self._own_view is None:
-            self._own_view = tuple((t, tuple(q)) for t, q in sorted(self._own.items()))
+            for t, q in self._own.items():
+                if t not in self._own_tuples:
+                    self._own_tuples[t] = tuple(q)
+            self._own_view = tuple(sorted(self._own_tuples.items()))
         return self._own_view
 
     def _views(self) -> tuple[tuple[float, ...], tuple[str, ...]]:
