@@ -72,7 +72,8 @@ class Pool(Protocol):
     - ``runtime_ratios``: for the jobs that finished most recently (a few hundred, oldest first), how
       long each really ran over its runtime estimate (Slurm: elapsed / time limit, from sacct);
       ``runtime_ratio_teams``: the team of each of those jobs (Slurm: the account), "" where none;
-      ``team_runtime_ratios``: per team, by name, the ratios of its own last jobs (up to a hundred or more).
+      ``team_runtime_ratios``: per team, by name, the ratios of its own last jobs (the simulated pool
+      keeps 128 a team; the policy tells a team apart from 100).
     """
 
     def pending(self) -> Sequence[Demand]: ...

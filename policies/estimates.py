@@ -11,12 +11,11 @@ loose ones, shortening by the median would make the careful users' deadline jobs
 they are not. A team with enough finished jobs of its own (``Snapshot.team_runtime_ratios``) has
 its estimates corrected by its own ratios (``runtime_corrections``): careful and loose teams are
 told apart, and the spread left is what is left once each team's error is taken out
-(``Snapshot.runtime_ratio_teams``). A job still
-running past its estimate (on reserved or cloud nodes) is believed to need
-what the finished jobs that outlived as much needed (their median; ``OVERRUN_STEP`` times it, then
-that again, until enough have), not to be ending at every instant (``believe_overruns``,
-``overrun_factor``); so is a requeued job an earlier attempt of which ran past it
-(``Demand.reached_s``).
+(``Snapshot.runtime_ratio_teams``). A job still running past its estimate (on reserved or cloud
+nodes) is believed to need what the finished jobs that outlived as much needed (their median;
+``OVERRUN_STEP`` times it, then that again, until enough have), not to be ending at every instant
+(``believe_overruns``, ``overrun_factor``); so is a requeued job an earlier attempt of which ran
+past it (``Demand.reached_s``).
 """
 
 from __future__ import annotations

@@ -51,8 +51,8 @@ def check_team_spread(spread: float) -> None:
 
 
 def team_factor(team: str, spread: float, seed: int) -> float:
-    """The factor ``team``'s estimates are off by, exp(N(0, ``spread``)), the same for a team all run
-    long (1 for no team or no spread)."""
+    """The factor ``team``'s estimates are off by, exp(N(0, ``spread``)): one draw per team and seed,
+    so the history before a window and the window agree (1 for no team or no spread)."""
     if not spread or not team:
         return 1.0
     return math.exp(random.Random(f"team:{seed}:{team}").gauss(0.0, spread))

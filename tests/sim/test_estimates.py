@@ -173,7 +173,7 @@ def test_each_team_keeps_its_own_longer_history() -> None:
     truth = TrueRuntimes(history=history)
     assert truth.ratios() == (2.0,) * RATIO_HISTORY and set(truth.teams()) == {"b"}  # a's aged out here
     assert truth.by_team() == (("a", (0.5,) * TEAM_HISTORY), ("b", (2.0,) * TEAM_HISTORY))  # not there
-    (_, a), (_, b) = truth.by_team()
+    (_, a), _ = truth.by_team()
     truth.finished(Demand("b1", 1, T0, 100.0, team="b"))  # ran its estimate: 1.0
     (_, a2), (_, b2) = truth.by_team()
     assert a2 is a and b2 == (2.0,) * (TEAM_HISTORY - 1) + (1.0,)  # only b's view is new
