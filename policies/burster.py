@@ -10,7 +10,7 @@ from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan
 from policies.burst import BurstParams, burst
 from policies.consolidate import consolidate
 from policies.cost import CostModel
-from policies.deadline import handle_interruptions, switch_behind_schedule
+from policies.deadline import handle_interruptions, launched_for_running, switch_behind_schedule
 from policies.defrag import held_moves, hold_nodes
 from policies.estimates import believe_overruns, corrected, runtime_corrections
 from policies.guards import GuardParams, NodeRoom, apply_guards, enforce_budget
@@ -85,7 +85,7 @@ class BursterPolicy:
                                           wakes, room)
                 back = move_back(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s, room)
             back += held_moves(snapshot, self.cost, p.burst.deadline_margin_s)
-            actions += [a for a in back if a.node_id not in busy]
+            actions = _settle_moves(actions, [a for a in back if a.node_id not in busy], snapshot)
         if p.reclaim.consolidate:
             # protected nodes can't be checkpointed: launching a job's new nodes would only idle them
             keep = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain)) \
@@ -98,6 +98,21 @@ class BursterPolicy:
             return plan  # a reserved job's GPUs may come to replace it as the clock runs: no quiet time
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=p.reclaim.idle_ttl_s, guards=p.guards,
                                 reads_signals=p.burst.prewarm, keep=kept_warm)
+
+
+def _settle_moves(actions: list[Action], back: list[Checkpoint | Hold], snapshot: Snapshot) -> list[Action]:
+    """``actions`` with the moves back on-prem: a job that moves back is not also switched to
+    on-demand in the same pass (a job already late may move, ``reclaim.too_tight``, and is also
+    behind schedule: on-prem is cheaper and no slower); a move whose checkpoint another rule's
+    displaced holds no node for a job leaving for cloud nodes launched for it (a switch whose nodes
+    are up), though it does for one that is requeued (an interruption)."""
+    going = {a.job_id for a in back if isinstance(a, Checkpoint)}
+    if any(isinstance(a, Launch) and a.job_id in going for a in actions):
+        actions = [a for a in actions if not (isinstance(a, Launch) and a.job_id in going)]
+    if any(isinstance(a, Hold) and a.job_id not in going for a in back):  # its checkpoint was displaced
+        leaving = launched_for_running(snapshot)
+        back = [a for a in back if not (isinstance(a, Hold) and a.job_id not in going and a.job_id in leaving)]
+    return actions + back
 
 
 def _dedupe(actions: list[Action]) -> list[Action]:

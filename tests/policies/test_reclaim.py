@@ -9,7 +9,7 @@ import pytest
 
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Requeue, Snapshot
-from burster.plan import Checkpoint, Hold
+from burster.plan import Checkpoint, Hold, Launch
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
@@ -172,3 +172,41 @@ def test_a_deadline_job_moves_back_only_if_its_slack_keeps_the_margin_after_the_
                   deadline=NOW + timedelta(seconds=p.remaining_s(NOW) + slack_s))
     tight = replace(snap, running=(snap.running[0], replace(p, job=job)))
     assert moved(POLICY.decide(tight).actions) == expected
+
+
+SPOT = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.92)
+
+
+def late_on_spot(*, switching: bool = False) -> Snapshot:
+    """``snapshot``'s cloud job on spot, strict, due in 1 h with 5 h left: behind schedule (a switch
+    to on-demand) and late by its estimate (so it may move back). ``switching``: its on-demand node,
+    launched by an earlier switch, is up."""
+    snap = snapshot(())
+    p = snap.running[1]
+    job = replace(p.job, job_class=JobClass.STRICT, deadline=NOW + timedelta(hours=1))
+    placed = replace(p, job=job, market=Market.SPOT, price_per_hour_usd=SPOT.price_per_hour_usd)
+    nodes = (replace(snap.cloud_nodes[0], offering=SPOT),)
+    if switching:
+        nodes += (Node("n2", OD, NodeState.READY, NOW - timedelta(minutes=5), "rq2", for_job="cj"),)
+    return replace(snap, running=(snap.running[0], placed), cloud_nodes=nodes, offerings=(SPOT, OD))
+
+
+def test_a_late_job_moving_back_is_not_also_switched_to_on_demand() -> None:
+    """Behind schedule on spot and late by its estimate: it moves back on-prem (cheaper, no slower),
+    and no on-demand node is launched for it in the same pass (it would only idle)."""
+    plan = POLICY.decide(late_on_spot())
+    assert moved(plan.actions) == ["cj"] and "back on-prem" in plan.actions[-2].reason  # type: ignore[attr-defined]
+    assert [a.node_id for a in plan.actions if isinstance(a, Hold)] == ["onprem-0"]
+    assert not [a for a in plan.actions if isinstance(a, Launch)]
+    trusting = BursterPolicy(POLICY.cost, replace(POLICY.params, reclaim=ReclaimParams(move_back=False)))
+    (switch,) = [a for a in trusting.decide(late_on_spot()).actions if isinstance(a, Launch)]
+    assert switch.job_id == "cj" and switch.offering == OD  # what the move back replaces
+
+
+def test_a_job_leaving_for_its_on_demand_node_gets_no_reserved_node_held() -> None:
+    """The switch's on-demand node is up: the switch checkpoints the job to move it there, so the
+    move back is displaced, and with it the hold on the reserved node (it would idle for minutes)."""
+    plan = POLICY.decide(late_on_spot(switching=True))
+    (checkpoint,) = [a for a in plan.actions if isinstance(a, Checkpoint)]
+    assert checkpoint.job_id == "cj" and "its on-demand nodes are up" in checkpoint.reason
+    assert not [a for a in plan.actions if isinstance(a, Hold)]
