@@ -75,7 +75,7 @@ class Reconciler:
         snapshot = self.observe()
         plan = self.policy.decide(snapshot)
         report = PassReport(snapshot.now, plan)
-        # a checkpoint observe finished drained its node after the pool was read: look again next tick
+        # a checkpoint observe finished requeued its job, which the pool may start by the next tick: look again then
         if not self._settled and not plan.actions and not plan.refused:
             report.quiet_until = plan.quiet_until
         self.actuate(plan, snapshot, report)
@@ -96,9 +96,9 @@ class Reconciler:
             except ProviderError as err:
                 degraded.add(name)
                 log.warning("provider %s degraded this pass: %s", name, err)
-        running = tuple(self.pool.running())
         self.nodes.sync(now, listed, degraded, self._charge)
         self._poll_checkpoints(now)
+        running = tuple(self.pool.running())  # after the checkpoints that finished left it (and requeued)
         cloud_nodes = self.nodes.snapshot_nodes(now, running)
         return Snapshot(
             now=now,
