@@ -103,6 +103,10 @@ def corrected(snapshot: Snapshot, corrections: Corrections) -> Snapshot:
     factor, by_team = corrections
     if factor == 1.0 and all(f == 1.0 for f in by_team.values()):
         return snapshot
+    ratios = _residuals(snapshot.runtime_ratios, snapshot.runtime_ratio_teams, corrections)
+    whole = _WHOLE[0] if _WHOLE and _WHOLE[0][0] == corrections else None
+    if whole is not None and whole[1] is snapshot.pending and whole[3] is snapshot.running:
+        return replace(snapshot, pending=whole[2], running=whole[4], runtime_ratios=ratios)
     last = _FIXED[0][1] if _FIXED and _FIXED[0][0] == corrections else {}
     memo: dict[int, tuple[object, object]] = {}  # the jobs and placements of the last call, fixed the same way
 
@@ -116,16 +120,11 @@ def corrected(snapshot: Snapshot, corrections: Corrections) -> Snapshot:
         memo[id(item)] = (item, out)
         return out  # type: ignore[return-value]
 
-    whole = _WHOLE[0] if _WHOLE and _WHOLE[0][0] == corrections else None
-    if whole is not None and whole[1] is snapshot.pending and whole[3] is snapshot.running:
-        return replace(snapshot, pending=whole[2], running=whole[4], runtime_ratios=_residuals(
-            snapshot.runtime_ratios, snapshot.runtime_ratio_teams, corrections))
     pending = tuple(kept(j, fix) for j in snapshot.pending)
     running = tuple(kept(p, lambda p: replace(p, job=fix(p.job))) for p in snapshot.running)
     _FIXED[:] = [(corrections, memo)]
     _WHOLE[:] = [(corrections, snapshot.pending, pending, snapshot.running, running)]
-    return replace(snapshot, pending=pending, running=running,
-                   runtime_ratios=_residuals(snapshot.runtime_ratios, snapshot.runtime_ratio_teams, corrections))
+    return replace(snapshot, pending=pending, running=running, runtime_ratios=ratios)
 
 
 def _residuals(ratios: tuple[float, ...], teams: tuple[str, ...], corrections: Corrections) -> tuple[float, ...]:

@@ -24,7 +24,9 @@ from burster.model import Demand
 
 MAX_SIGMA = 3.0
 MAX_TEAM_SPREAD = 3.0
-RECENT = 256  # the last jobs of a history, drawn from the stream they always were (``ratios_before``)
+# the last jobs of a history, drawn from the stream they always were (``ratios_before``): the pool's
+# RATIO_HISTORY (providers/sim/runtimes.py, which burster/ does not import)
+RECENT = 256
 BIAS_RANGE = (0.05, 20.0)
 
 
