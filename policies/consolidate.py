@@ -34,7 +34,8 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
                 skip: frozenset[str] = frozenset(), *, room: NodeRoom | None = None) -> list[Action]:
     """Launches of cheaper nodes for running cloud jobs (on none of the ``skip`` nodes), and the
     checkpoints that move a job once the nodes launched for it are all up. A move's launch that the
-    node cap leaves no ``room`` for is held back there (with the cap full, none is worked out)."""
+    node cap leaves no ``room`` for is held back there (with the cap full, or its slots kept for a
+    launch held back before, none is worked out)."""
     ready = {n.node_id: n.offering for n in snapshot.cloud_nodes
              if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
     book = offer_book(snapshot, cost)
@@ -52,7 +53,7 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
             if all(n.state is NodeState.READY for n in new):
                 out += _checkpoints(p, current, new[0].offering, cost, snapshot)
             continue
-        if (room is None or room.left > 0) and _saving_bound(p, current, book, cost, snapshot) > 0:
+        if (room is None or room.open) and _saving_bound(p, current, book, cost, snapshot) > 0:
             candidates.append((p, current))  # (else no offering could pay for a move, or none has room)
     for p, current in sorted(candidates, key=lambda c: (-c[0].price_per_hour_usd, c[0].job.job_id)):
         launch = _launch_if_it_pays(p, current, cost, params, book, snapshot)

@@ -9,7 +9,8 @@
 - max live nodes, and a launch rate limit (nodes per minute).
 
 ``NodeRoom`` shows the rules the node cap ahead of the guards: a burst it leaves no room for is held
-back (listed in the plan, not refused), so a plan at a full cap can still be empty and quiet.
+back (listed in the plan, not refused), and keeps the slots left from later ones, so a plan at a
+full cap can still be empty and quiet.
 """
 
 from __future__ import annotations
@@ -62,27 +63,45 @@ def live_nodes(snapshot: Snapshot) -> int:
 
 class NodeRoom:
     """The cloud node slots ``max_nodes`` leaves this pass, taken as a plan makes launches, in the
-    guards' order: a launch that does not fit is held back (``held``, with why), a later smaller
-    one may still fit. The guards check every launch again; room opens only when a node ends (an
+    guards' order: a launch that does not fit is held back (``held``, with why), and so is every
+    later one while it waits: the slots left are kept for it (``waiting``), so a stream of single
+    nodes cannot starve a gang, nor later bursts an earlier one (a launch larger than the cap itself
+    keeps nothing). The guards check every launch again; room opens only when a node ends (an
     event), so a held-back launch does not keep the simulator deciding every tick."""
 
-    __slots__ = ("held", "left", "live", "max_nodes")
+    __slots__ = ("held", "left", "live", "max_nodes", "waiting")
 
     def __init__(self, snapshot: Snapshot, max_nodes: int) -> None:
         self.max_nodes = max_nodes
         self.live = live_nodes(snapshot)
         self.left = max_nodes - self.live
         self.held: list[tuple[Launch, str]] = []
+        self.waiting: Launch | None = None  # the first launch held back, which the slots left are kept for
+
+    @property
+    def open(self) -> bool:
+        """Whether a launch of one node would fit now."""
+        return self.waiting is None and self.left > 0
 
     def take(self, launch: Launch) -> bool:
         """Whether ``launch`` fits (its nodes are then taken); if not, it is held back."""
-        if launch.count <= self.left:
+        if self.waiting is None and launch.count <= self.left:
             self.left -= launch.count
             return True
-        self.held.append((launch, f"max nodes {self.max_nodes} reached ({self.live} live, "
-                                  f"{max(self.left, 0)} slot(s) left this pass, {launch.count} asked); "
-                                  "it waits for a node to end"))
+        self.held.append((launch, self._why(launch)))
+        if self.waiting is None and launch.count <= self.max_nodes:
+            self.waiting = launch
         return False
+
+    def _why(self, launch: Launch) -> str:
+        left = max(self.left, 0)
+        if self.waiting is None or self.waiting is launch:
+            return (f"max nodes {self.max_nodes} reached ({self.live} live, {left} slot(s) left this pass, "
+                    f"{launch.count} asked); it waits for a node to end")
+        first = self.waiting
+        return (f"max nodes {self.max_nodes} reached ({self.live} live): the {left} slot(s) left are kept for "
+                f"{'job ' + first.job_id if first.job_id else 'a launch'} ({first.count} asked), held back "
+                "first; it waits for a node to end")
 
     def keep(self, actions: Iterable[A]) -> list[A]:
         """``actions`` less the launches that do not fit (taken in turn; those are held back)."""

@@ -55,25 +55,38 @@ def test_the_guards_refuse_launches_past_the_node_cap_and_the_launch_rate() -> N
     assert [why for _, why in rated.refused] == ["launch rate limit 60/min reached"]
 
 
-def test_the_node_room_takes_launches_in_turn_and_holds_back_those_that_do_not_fit() -> None:
+def test_the_node_room_takes_launches_in_turn_and_keeps_the_slots_left_for_the_first_held_back() -> None:
     # terminated and failed nodes no longer count; booting ones do
     snap = Snapshot(NOW, (), (), (), (cloud_node(0), cloud_node(1, NodeState.LAUNCHING),
                                       cloud_node(2, NodeState.TERMINATED), cloud_node(3, NodeState.FAILED)), ())
     room = NodeRoom(snap, max_nodes=5)
-    assert room.left == 3
-    kept = room.keep([launch("gang", 4), launch("a", 1), launch("b", 2), launch("c", 1)])
-    assert [a.job_id for a in kept] == ["a", "b"]
+    assert room.left == 3 and room.open
+    kept = room.keep([launch("a", 1), launch("gang", 4), launch("b", 2), launch("c", 1)])
+    assert [a.job_id for a in kept] == ["a"] and not room.open
     assert [(a.job_id, why) for a, why in room.held] == [
-        ("gang", "max nodes 5 reached (2 live, 3 slot(s) left this pass, 4 asked); it waits for a node to end"),
-        ("c", "max nodes 5 reached (2 live, 0 slot(s) left this pass, 1 asked); it waits for a node to end")]
+        ("gang", "max nodes 5 reached (2 live, 2 slot(s) left this pass, 4 asked); it waits for a node to end"),
+        ("b", "max nodes 5 reached (2 live): the 2 slot(s) left are kept for job gang (4 asked), held back first; "
+              "it waits for a node to end"),
+        ("c", "max nodes 5 reached (2 live): the 2 slot(s) left are kept for job gang (4 asked), held back first; "
+              "it waits for a node to end")]
 
 
-def test_a_gang_the_cap_leaves_no_room_for_is_held_back_and_a_smaller_burst_still_goes() -> None:
+def test_a_launch_larger_than_the_cap_itself_keeps_no_slots() -> None:
+    room = NodeRoom(Snapshot(NOW, (), (), (), (cloud_node(0),), ()), max_nodes=5)
+    kept = room.keep([launch("huge", 6), launch("a", 1), launch("b", 4)])
+    assert [a.job_id for a in kept] == ["a"] and [a.job_id for a, _ in room.held] == ["huge", "b"]
+    assert room.waiting is not None and room.waiting.job_id == "b"
+
+
+def test_a_gang_the_cap_leaves_no_room_for_keeps_the_slots_left_and_a_later_burst_waits() -> None:
+    """A stream of single nodes would otherwise take every slot as it frees up, and the gang
+    (often a deadline job, which then turns on-demand) would wait for ever."""
     jobs = (waiting("big", gpus=2), waiting("small"))  # 2 GPUs: two 1-GPU nodes, a gang
     capped = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(max_nodes=4)))
     plan = capped.decide(no_reserved_room(jobs, live=3))
-    assert [(a.job_id, a.count) for a in plan.launches] == [("small", 1)]
-    assert [(a.job_id, a.count) for a, _ in plan.held_back] == [("big", 2)] and plan.refused == ()
+    assert plan.launches == () and plan.refused == ()
+    assert [(a.job_id, a.count) for a, _ in plan.held_back] == [("big", 2), ("small", 1)]
+    assert capped.decide(no_reserved_room(jobs, live=2)).launches[0].job_id == "big"
     roomy = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(max_nodes=6)))
     assert [(a.job_id, a.count) for a in roomy.decide(no_reserved_room(jobs, live=3)).launches] == [
         ("big", 2), ("small", 1)]
