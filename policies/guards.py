@@ -95,7 +95,7 @@ class NodeRoom:
 
     def _why(self, launch: Launch) -> str:
         left = max(self.left, 0)
-        if self.waiting is None or self.waiting is launch:
+        if self.waiting is None or left == 0:
             return (f"max nodes {self.max_nodes} reached ({self.live} live, {left} slot(s) left this pass, "
                     f"{launch.count} asked); it waits for a node to end")
         first = self.waiting
