@@ -64,6 +64,8 @@ class BaselinePolicy:
         actions += room.keep(burst(snapshot, self.cost, self.burst_params, wakes=wakes))
         actions += idle_ttl(snapshot, self.reclaim_params)
         plan = apply_guards(Plan(tuple(actions), held_back=tuple(room.held)), snapshot, self.guards)
+        if room.blocking:
+            return plan  # the launch the slots are kept for may stop being wanted as the clock runs
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=self.reclaim_params.idle_ttl_s,
                                 guards=self.guards, reads_signals=self.burst_params.prewarm)
 

@@ -94,6 +94,8 @@ class BursterPolicy:
         if p.exclusive_nodes:
             actions = [replace(a, exclusive=True) if isinstance(a, Launch) else a for a in actions]
         plan = apply_guards(Plan(tuple(_dedupe(actions)), held_back=tuple(slots.held)), snapshot, p.guards)
+        if slots.blocking:
+            return plan  # the launch the slots are kept for may stop being wanted as the clock runs
         if p.preempt_onprem and may_turn_urgent((a for a, _ in slots.held), snapshot):
             return plan  # a reserved job's GPUs may come to replace it as the clock runs: no quiet time
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=p.reclaim.idle_ttl_s, guards=p.guards,

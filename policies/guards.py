@@ -67,7 +67,8 @@ class NodeRoom:
     later one while it waits: the slots left are kept for it (``waiting``), so a stream of single
     nodes cannot starve a gang, nor later bursts an earlier one (a launch larger than the cap itself
     keeps nothing). The guards check every launch again; room opens only when a node ends (an
-    event), so a held-back launch does not keep the simulator deciding every tick."""
+    event), so a held-back launch does not keep the simulator deciding every tick, unless it keeps
+    slots from a later launch (``blocking``)."""
 
     __slots__ = ("held", "left", "live", "max_nodes", "waiting")
 
@@ -82,6 +83,14 @@ class NodeRoom:
     def open(self) -> bool:
         """Whether a launch of one node would fit now."""
         return self.waiting is None and self.left > 0
+
+    @property
+    def blocking(self) -> bool:
+        """Whether a later launch that would fit waits only for the first one held back. That one
+        may stop being wanted as the clock runs, with no event (its job's reserved GPUs come close
+        enough to wait for), and the later launch then goes: such a plan is not quiet."""
+        return self.waiting is not None and any(
+            a is not self.waiting and a.count <= self.left for a, _ in self.held)
 
     def take(self, launch: Launch) -> bool:
         """Whether ``launch`` fits (its nodes are then taken); if not, it is held back."""

@@ -92,6 +92,19 @@ def test_a_gang_the_cap_leaves_no_room_for_keeps_the_slots_left_and_a_later_burs
         ("big", 2), ("small", 1)]
 
 
+def test_a_plan_whose_kept_slots_block_a_later_launch_is_not_quiet() -> None:
+    """The launch the slots are kept for may stop being wanted with no event (its reserved GPUs come
+    close enough to wait for), and the later one would then go: a quiet plan would skip that pass
+    (seen: the demo's day 4 at a cap of 4 nodes, sigma 0.5, launched a burst ten minutes late)."""
+    jobs = (waiting("big", gpus=3), waiting("small"))  # three 1-GPU nodes, then one
+    for policy in (BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(max_nodes=4))),
+                   GreedySpotPolicy(COST, GuardParams(max_nodes=4))):
+        blocked = policy.decide(no_reserved_room(jobs, live=2))
+        assert [a.job_id for a, _ in blocked.held_back] == ["big", "small"] and blocked.quiet_until is None
+        full = policy.decide(no_reserved_room(jobs, live=4))  # no slot left: nothing waits on "big" alone
+        assert [a.job_id for a, _ in full.held_back] == ["big", "small"] and full.quiet_until is not None
+
+
 def test_a_held_back_on_demand_burst_keeps_the_policy_deciding_while_a_reserved_job_may_replace_it() -> None:
     """Reserved GPUs may take an urgent on-demand launch's place (policies/preempt.py), and whether
     they do changes as their jobs near their ends, with no event: such a plan names no quiet time."""
