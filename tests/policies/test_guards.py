@@ -71,6 +71,28 @@ def test_the_node_room_takes_launches_in_turn_and_keeps_the_slots_left_for_the_f
               "it waits for a node to end")]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 6), max_size=12), st.integers(0, 8), st.integers(0, 8))
+def test_the_room_keeps_launches_in_turn_until_the_first_that_does_not_fit(counts: list[int], max_nodes: int,
+                                                                           live: int) -> None:
+    """Every launch before the first one held back that the cap could ever fit is kept while it
+    fits; from that one on, none is; the kept ones never pass the cap."""
+    snap = Snapshot(NOW, (), (), (), tuple(cloud_node(i) for i in range(live)), ())
+    room = NodeRoom(snap, max_nodes)
+    launches = [launch(f"j{i}", c) for i, c in enumerate(counts)]
+    kept = {a.request_id for a in room.keep(launches)}
+    left, blocked = max_nodes - live, False
+    for a in launches:
+        fits = not blocked and a.count <= left
+        assert (a.request_id in kept) == fits
+        if fits:
+            left -= a.count
+        elif a.count <= max_nodes:
+            blocked = True
+    assert sum(a.count for a in launches if a.request_id in kept) <= max(max_nodes - live, 0)
+    assert len(kept) + len(room.held) == len(launches)
+
+
 def test_a_launch_larger_than_the_cap_itself_keeps_no_slots() -> None:
     room = NodeRoom(Snapshot(NOW, (), (), (), (cloud_node(0),), ()), max_nodes=5)
     kept = room.keep([launch("huge", 6), launch("a", 1), launch("b", 4)])
