@@ -112,7 +112,7 @@ def corrected(snapshot: Snapshot, corrections: Corrections) -> Snapshot:
 
     def fix(job: Demand) -> Demand:
         f = by_team.get(job.team, factor)
-        return job if f == 1.0 else replace(job, est_runtime_s=max(60.0, job.est_runtime_s * f))
+        return job if f == 1.0 else job.with_estimate(max(60.0, job.est_runtime_s * f))
 
     def kept(item: _T, build: Callable[[_T], _T]) -> _T:
         hit = last.get(id(item))
@@ -168,7 +168,7 @@ def taken_long(job: Demand, factor: float) -> Demand:
     spread is of whole runs, so a job requeued part-way is taken to overrun by as much as before."""
     if factor == 1.0 or job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
         return job
-    return replace(job, est_runtime_s=job.est_runtime_s * factor)
+    return job.with_estimate(job.est_runtime_s * factor)
 
 
 def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
@@ -212,10 +212,10 @@ def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
             q = hit[2]  # the same belief as at an earlier pass of this step (built the same way)
         else:
             step = factor
-            q = replace(p, job=replace(p.job, est_runtime_s=est * step))
+            q = replace(p, job=p.job.with_estimate(est * step))
             while q.ends_at_ts < now_ts:  # float rounding at a step's edge: the next step
                 step = overrun_factor(ordered, step, beyond=True)
-                q = replace(p, job=replace(p.job, est_runtime_s=est * step))
+                q = replace(p, job=p.job.with_estimate(est * step))
         _BELIEVED[0][id(p)] = (p, factor, q)
         running.append(q)
         first = min(first, q.ends_at_ts)
@@ -242,7 +242,7 @@ def _believe_requeued(snapshot: Snapshot) -> Snapshot:
             step = overrun_factor(ordered, need / est, beyond=True)
             while est * step <= need:  # float rounding at a step's edge: the next step
                 step = overrun_factor(ordered, step, beyond=True)
-            job = replace(job, est_runtime_s=est * step)
+            job = job.with_estimate(est * step)
         pending.append(job)
     return replace(snapshot, pending=tuple(pending))
 

@@ -20,3 +20,13 @@ def test_with_done_is_replace_of_done_s(jobs: tuple[Demand, ...], done_s: float)
         assert all(getattr(fast, f.name) == getattr(slow, f.name) for f in fields(Demand))
         assert fast == slow and hash(fast) == hash(slow) and fast.remaining_s == slow.remaining_s
         assert job.done_s == 0.0  # the original is untouched
+
+
+@given(demands("j", 3), st.floats(0.0, 60 * 3600.0), st.floats(1.0, 120 * 3600.0))
+def test_with_estimate_is_replace_of_est_runtime_s(jobs: tuple[Demand, ...], done_s: float, est_s: float) -> None:
+    """Alike for a new estimate, on a job part-way through its work (its remaining work follows)."""
+    for job in jobs:
+        job = job.with_done(done_s)
+        fast, slow = job.with_estimate(est_s), replace(job, est_runtime_s=est_s)
+        assert all(getattr(fast, f.name) == getattr(slow, f.name) for f in fields(Demand))
+        assert fast == slow and hash(fast) == hash(slow) and fast.remaining_s == slow.remaining_s
