@@ -13,7 +13,7 @@ from policies.cost import CostModel
 from policies.deadline import handle_interruptions, launched_for_running, switch_behind_schedule
 from policies.defrag import held_moves, hold_nodes
 from policies.estimates import believe_overruns, corrected, runtime_corrections
-from policies.guards import GuardParams, NodeRoom, apply_guards, enforce_budget
+from policies.guards import GuardParams, NodeRoom, apply_guards, enforce_budget, node_ends_s
 from policies.preempt import incoming, may_turn_urgent, preempt_for_urgent
 from policies.queue import ReservedQueue
 from policies.quiet import with_quiet_until
@@ -68,7 +68,8 @@ class BursterPolicy:
             launches = burst(snapshot, self.cost, p.burst, queue, wakes, incoming(snapshot), warm)
             if p.preempt_onprem:  # a launch the cap holds back may still be replaced by reserved GPUs
                 protected = p.guards.protected_node_ids
-                launches, swaps = preempt_for_urgent(snapshot, self.cost, p.burst, launches, protected)
+                waits = slots.slot_waits(launches, lambda: node_ends_s(snapshot, p.reclaim.idle_ttl_s))
+                launches, swaps = preempt_for_urgent(snapshot, self.cost, p.burst, launches, protected, waits)
             actions += warm.holds + slots.keep(launches) + swaps
         kept_warm = warm.keep()
         actions += idle_ttl(snapshot, p.reclaim, kept_warm)

@@ -15,12 +15,13 @@ full cap can still be empty and quiet.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TypeVar
 
-from burster.lifecycle import LIVE_STATES, NodeState
+from burster.lifecycle import LIVE_STATES, PENDING_STATES, NodeState
 from burster.model import Market, Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate, request_id
 
@@ -112,9 +113,55 @@ class NodeRoom:
                 f"{'job ' + first.job_id if first.job_id else 'a launch'} ({first.count} asked), held back "
                 "first; it waits for a node to end")
 
+    def slot_waits(self, launches: Iterable[Launch], ends_s: Callable[[], list[float]]) -> dict[str, float]:
+        """Seconds until the launches this room would hold back get their slots (by request id), were
+        all of ``launches`` taken in turn: the first held back gets the slots left and then the
+        earliest node ends (``ends_s()``, seconds from now, ascending), each later one the ends after
+        those and those of launches it holds back already (inf: more than ever end, or larger than the
+        cap). The room is not changed."""
+        left, waiting = self.left, self.waiting is not None
+        queued = sum(a.count for a, _ in self.held if a.count <= self.max_nodes)  # held back already
+        out: dict[str, float] = {}
+        ends: list[float] | None = None  # worked out at the first launch held back
+        for a in launches:
+            if not waiting and a.count <= left:
+                left -= a.count
+                continue
+            waiting = True
+            ends = ends_s() if ends is None else ends
+            if a.count > self.max_nodes:
+                out[a.request_id] = math.inf
+                continue
+            queued += a.count
+            k = queued - max(left, 0)  # ends it waits for, counting those of launches ahead of it
+            out[a.request_id] = 0.0 if k <= 0 else ends[k - 1] if k <= len(ends) else math.inf
+        return out
+
     def keep(self, actions: Iterable[A]) -> list[A]:
         """``actions`` less the launches that do not fit (taken in turn; those are held back)."""
         return [a for a in actions if not isinstance(a, Launch) or self.take(a)]
+
+
+def node_ends_s(snapshot: Snapshot, idle_ttl_s: float) -> list[float]:
+    """Seconds from now until each live cloud node is expected to end, ascending: a busy node with
+    its job (as the policy believes it), a stopping one at its stop, an idle one at its idle TTL, a
+    booting one after the job it boots for (inf when that job is not known)."""
+    now_ts = snapshot.now.timestamp()
+    left = {p.job.job_id: max(p.ends_at_ts - now_ts, 0.0) for p in snapshot.running}
+    pending = {j.job_id: j.remaining_s for j in snapshot.pending}
+    ends: list[float] = []
+    for n in snapshot.cloud_nodes:
+        if n.state not in LIVE_STATES:
+            continue
+        if n.job_id is not None:
+            ends.append(left.get(n.job_id, math.inf))
+        elif n.for_job is not None and n.state in PENDING_STATES:
+            ends.append(pending.get(n.for_job, math.inf))
+        elif n.idle_since is not None:
+            ends.append(max(idle_ttl_s - (snapshot.now - n.idle_since).total_seconds(), 0.0))
+        else:
+            ends.append(math.inf)
+    return sorted(ends)
 
 
 def launch_usd(a: Launch) -> float:

@@ -20,7 +20,7 @@ preempting the next.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -29,23 +29,28 @@ from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNod
 from burster.plan import Action, Hold, Launch, Preempt
 from policies.burst import BurstParams, choose, slack_s
 from policies.cost import CostModel
-from policies.estimates import runs_long
+from policies.estimates import TRUSTED_WITHIN, runs_long
 from policies.offers import OfferBook, offer_book
 
 
 def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams, launches: Sequence[Launch],
-                       protected: frozenset[str]) -> tuple[list[Launch], list[Action]]:
+                       protected: frozenset[str],
+                       slot_waits: Mapping[str, float] | None = None) -> tuple[list[Launch], list[Action]]:
     """The launches kept, and for each on-demand launch a reserved job's GPUs replace more cheaply, a
     Hold (the job ends soon) or a Preempt plus a Hold; dearest launches first, each reserved job and
-    node at most once."""
+    node at most once. ``slot_waits``: the seconds each launch the node cap holds back waits for a
+    slot (``NodeRoom.slot_waits``), weighed where estimates run long (docs/policy.md)."""
     pending = {j.job_id: j for j in snapshot.pending}
     now = snapshot.now
     # a launch costs its expected bill plus the deadline it may miss while the node boots
-    urgent = [(cost.job_cost_usd(job, a.offering) + cost.boot_miss_usd(job, now), a, job)
-              for a in launches if (job := _urgent(a, pending)) is not None]
+    long = runs_long(snapshot.runtime_ratios, params.market_quantile)  # as burst chooses for a requeued job
+    # held back launches are weighed at their wait only where estimates are seen to run long: with
+    # exact ones, a swap at the boot's miss (as for a launch that goes) is in time, and cheaper
+    waits = slot_waits if slot_waits and long > TRUSTED_WITHIN else {}
+    urgent = [(_launch_usd(cost, job, a, now, waits.get(a.request_id, 0.0)), a, job)
+              for a in launches if (job := _urgent(a, pending, deadline_too=a.request_id in waits)) is not None]
     if not urgent:
         return list(launches), []
-    long = runs_long(snapshot.runtime_ratios, params.market_quantile)  # as burst chooses for a requeued job
     reserved = _Reserved(snapshot, protected, _Away(cost, params, offer_book(snapshot, cost), now, long))
     replaced: set[str] = set()
     actions: list[Action] = []
@@ -72,6 +77,16 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         actions.append(Hold(node_id, job.job_id, now, deadline + timedelta(seconds=cost.p.launch_latency_s), reason=(
             f"hold {node_id} for job {job.job_id} while {p.job.job_id} checkpoints")))
     return [a for a in launches if a.request_id not in replaced], actions
+
+
+def _launch_usd(cost: CostModel, job: Demand, launch: Launch, now: datetime, slot_wait_s: float) -> float:
+    """What ``launch`` costs ``job``: its expected bill plus the deadline it may miss while the node
+    boots, or, held back at the node cap, the value of waiting ``slot_wait_s`` for a slot and a boot
+    (at most a day of it), with the deadline that wait may miss."""
+    if slot_wait_s <= 0.0:
+        return cost.job_cost_usd(job, launch.offering) + cost.boot_miss_usd(job, now)
+    wait_s = min(slot_wait_s, 86400.0) + cost.p.launch_latency_s
+    return cost.job_cost_usd(job, launch.offering) + cost.wait_cost_usd(job, wait_s, now)
 
 
 def may_turn_urgent(launches: Iterable[Launch], snapshot: Snapshot) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -9,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, JobClass, Market, Node, Offering, PoolNode, Snapshot, Spend
+from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Snapshot, Spend
 from burster.plan import Launch, Plan
 from policies.baselines import GreedySpotPolicy
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
-from policies.guards import GuardParams, NodeRoom, apply_guards
+from policies.guards import GuardParams, NodeRoom, apply_guards, node_ends_s
 from tests.policies.strategies import snapshots
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
@@ -69,6 +70,34 @@ def test_the_node_room_takes_launches_in_turn_and_keeps_the_slots_left_for_the_f
               "it waits for a node to end"),
         ("c", "max nodes 5 reached (2 live): the 2 slot(s) left are kept for job gang (4 asked), held back first; "
               "it waits for a node to end")]
+
+
+def test_held_back_launches_wait_for_the_node_ends_in_turn_and_the_room_is_left_as_it_was() -> None:
+    snap = Snapshot(NOW, (), (), (), (cloud_node(0), cloud_node(1, NodeState.LAUNCHING)), ())
+    room = NodeRoom(snap, max_nodes=5)  # 3 slots left
+    launches = [launch("a", 1), launch("gang", 4), launch("b", 1), launch("huge", 6), launch("c", 1)]
+    waits = room.slot_waits(launches, lambda: [60.0, 600.0])
+    # gang: 2 slots kept, then the first two ends; b and c: ends beyond the two known; huge: never
+    assert waits == {"rq-gang": 600.0, "rq-b": math.inf, "rq-huge": math.inf, "rq-c": math.inf}
+    assert room.slot_waits(launches[:3], lambda: [60.0, 600.0, 900.0]) == {"rq-gang": 600.0, "rq-b": 900.0}
+    assert room.slot_waits(launches[:1], lambda: [1.0 / 0.0]) == {}  # nothing held back: no ends worked out
+    assert room.left == 3 and room.open and not room.held  # only a forecast
+    kept = room.keep(launches[:2])  # then d queues behind the gang held back: 2 slots kept, 3 ends
+    assert [a.job_id for a in kept] == ["a"]
+    assert room.slot_waits([launch("d", 1)], lambda: [60.0, 600.0, 900.0]) == {"rq-d": 900.0}
+
+
+def test_node_ends_count_each_live_node_by_its_job_stop_idle_ttl_or_boot() -> None:
+    running_job = Demand("r0", 1, NOW - timedelta(hours=2), 3 * 3600, gpu_model="V100")
+    running = Placement(running_job, ("c0",), NOW - timedelta(hours=1), True, Market.SPOT, 0.9)  # 2 h left
+    booting_for = Demand("p", 1, NOW, 1800, gpu_model="V100")
+    nodes = (cloud_node(0),
+             replace(cloud_node(1), job_id=None, idle_since=NOW - timedelta(seconds=100)),
+             replace(cloud_node(2, NodeState.LAUNCHING), job_id=None, for_job="p"),
+             replace(cloud_node(3, NodeState.TERMINATED), job_id=None),
+             replace(cloud_node(4), job_id="gone"))
+    snap = Snapshot(NOW, (booting_for,), (running,), (), nodes, ())
+    assert node_ends_s(snap, idle_ttl_s=300.0) == [200.0, 1800.0, 7200.0, math.inf]
 
 
 @settings(max_examples=200, deadline=None)

@@ -184,3 +184,40 @@ def test_a_deadline_job_is_sent_away_only_where_its_market_allows_for_estimates_
     assert kinds(spread, snap) == [("launch", "urgent@on_demand")]
     roomy = on_prem("k", 1, 120, deadline=NOW + timedelta(minutes=120 + 300), job_class=JobClass.STRICT)
     assert kinds(spread, replace(snap, running=(bulk, roomy))) == [("preempt", "k"), ("hold", "urgent")]
+
+
+def _capped(cloud_left_min: float, ratios: tuple[float, ...]) -> tuple[BursterPolicy, Snapshot]:
+    """A full cap of one cloud node, running a job with ``cloud_left_min`` to go; boots exactly 3 min;
+    finished jobs' true / estimated runtimes ``ratios``."""
+    from burster.lifecycle import NodeState
+    from burster.model import Node
+    exact = CostModel(replace(COST.p, launch_latency_sigma=0.0))
+    burst = replace(POLICY.params.burst, market_quantile=0.9)  # as configured by default
+    policy = BursterPolicy(exact, replace(POLICY.params, burst=burst, guards=GuardParams(max_nodes=1)))
+    bulk = on_prem("bulk", 6, 600, deadline=NOW + timedelta(hours=11), job_class=JobClass.STRICT)
+    cloud_job = Demand("cj", 1, NOW - timedelta(hours=2), 3600 + cloud_left_min * 60, gpu_model="V100")
+    cloud = Placement(cloud_job, ("i-1",), NOW - timedelta(hours=1), True, Market.SPOT, SPOT.price_per_hour_usd)
+    node = Node("i-1", SPOT, NodeState.READY, NOW - timedelta(hours=1), "r-1", job_id="cj")
+    snap = snapshot(bulk, on_prem("k", 2, 600), pending=(urgent(slack_min=15.0, run_min=20.0),))
+    return policy, replace(snap, running=(*snap.running, cloud), cloud_nodes=(node,), runtime_ratios=ratios)
+
+
+SPREAD = (0.6,) * 20 + (1.0,) * 20 + (2.0,) * 20  # median 1 (estimates stand); 90th percentile 2x
+
+
+def test_a_launch_the_cap_holds_back_past_its_deadline_makes_preempting_pay_as_early_as_estimates_run_long() -> None:
+    """Unheld, the urgent job's 20-min on-demand run costs less than sending a 2-GPU reserved job
+    away, and its 15 min of slack cover a boot. At a full cap it waits for the one cloud node to end:
+    in 5 min it still starts in time (held back, nothing preempted); in 2 h it would miss. With
+    estimates that run 2x long one time in ten, that miss is 18 min away and a 20-min run may take
+    40: the swap pays now. With exact estimates it waits until the miss is a boot away, as an
+    on-demand launch would."""
+    policy, soon = _capped(5, SPREAD)
+    assert kinds(policy, soon) == [] and [a.job_id for a, _ in policy.decide(soon).held_back] == ["urgent"]
+    policy, late = _capped(120, SPREAD)
+    assert kinds(policy, late) == [("preempt", "k"), ("hold", "urgent")]
+    uncapped = BursterPolicy(policy.cost, replace(policy.params, guards=GuardParams()))
+    assert kinds(uncapped, late) == [("launch", "urgent@on_demand")]
+    policy, exact = _capped(120, (1.0,) * 60)
+    assert kinds(policy, exact) == []
+    assert kinds(policy, replace(exact, now=NOW + timedelta(minutes=16))) == [("preempt", "k"), ("hold", "urgent")]
