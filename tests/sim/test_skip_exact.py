@@ -114,3 +114,16 @@ def test_skipping_is_exact_at_the_cloud_node_cap() -> None:
     assert any(d.split(" ", 1)[1].startswith("preempt: ") for d in slow_decisions)  # the rule that ripens acts
     assert fast_decisions == slow_decisions
     assert fast == slow
+
+
+def test_skipping_is_exact_at_the_cloud_node_cap_where_estimates_run_long() -> None:
+    """There a held-back launch is weighed at its wait for a slot, which shortens as the cloud nodes
+    near their believed ends, with no event (policies/preempt.py): skipping still decides as ticking."""
+    fast, fast_lines = simulate("burster", skip=True, guards={"max_nodes": 6}, estimate_error=0.5)
+    slow, slow_lines = simulate("burster", skip=False, guards={"max_nodes": 6}, estimate_error=0.5)
+    assert fast.pop("reconcile_passes") < slow.pop("reconcile_passes")
+    fast_decisions, slow_decisions = ([d for d in lines if " held back " not in d]
+                                      for lines in (fast_lines, slow_lines))
+    assert sum(d.split(" ", 1)[1].startswith("preempt: ") for d in slow_decisions) > 10
+    assert fast_decisions == slow_decisions
+    assert fast == slow
