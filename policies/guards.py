@@ -144,8 +144,9 @@ class NodeRoom:
 
 def node_ends_s(snapshot: Snapshot, idle_ttl_s: float) -> list[float]:
     """Seconds from now until each live cloud node is expected to end, ascending: a busy node with
-    its job (as the policy believes it), a stopping one at its stop, an idle one at its idle TTL, a
-    booting one after the job it boots for (inf when that job is not known)."""
+    its job (as the policy believes it; a stopping one at its stop), one draining or terminating with
+    no job now, an idle one at its idle TTL, a booting one after the job it boots for (inf when that
+    job is not known)."""
     now_ts = snapshot.now.timestamp()
     left = {p.job.job_id: max(p.ends_at_ts - now_ts, 0.0) for p in snapshot.running}
     pending = {j.job_id: j.remaining_s for j in snapshot.pending}
@@ -155,6 +156,8 @@ def node_ends_s(snapshot: Snapshot, idle_ttl_s: float) -> list[float]:
             continue
         if n.job_id is not None:
             ends.append(left.get(n.job_id, math.inf))
+        elif n.state in (NodeState.DRAINING, NodeState.TERMINATING):
+            ends.append(0.0)
         elif n.for_job is not None and n.state in PENDING_STATES:
             ends.append(pending.get(n.for_job, math.inf))
         elif n.idle_since is not None:

@@ -87,7 +87,7 @@ def test_held_back_launches_wait_for_the_node_ends_in_turn_and_the_room_is_left_
     assert room.slot_waits([launch("d", 1)], lambda: [60.0, 600.0, 900.0]) == {"rq-d": 900.0}
 
 
-def test_node_ends_count_each_live_node_by_its_job_stop_idle_ttl_or_boot() -> None:
+def test_node_ends_count_each_live_node_by_its_job_idle_ttl_boot_or_termination() -> None:
     running_job = Demand("r0", 1, NOW - timedelta(hours=2), 3 * 3600, gpu_model="V100")
     running = Placement(running_job, ("c0",), NOW - timedelta(hours=1), True, Market.SPOT, 0.9)  # 2 h left
     booting_for = Demand("p", 1, NOW, 1800, gpu_model="V100")
@@ -95,9 +95,10 @@ def test_node_ends_count_each_live_node_by_its_job_stop_idle_ttl_or_boot() -> No
              replace(cloud_node(1), job_id=None, idle_since=NOW - timedelta(seconds=100)),
              replace(cloud_node(2, NodeState.LAUNCHING), job_id=None, for_job="p"),
              replace(cloud_node(3, NodeState.TERMINATED), job_id=None),
-             replace(cloud_node(4), job_id="gone"))
+             replace(cloud_node(4), job_id="gone"),
+             replace(cloud_node(5, NodeState.TERMINATING), job_id=None))
     snap = Snapshot(NOW, (booting_for,), (running,), (), nodes, ())
-    assert node_ends_s(snap, idle_ttl_s=300.0) == [200.0, 1800.0, 7200.0, math.inf]
+    assert node_ends_s(snap, idle_ttl_s=300.0) == [0.0, 200.0, 1800.0, 7200.0, math.inf]
 
 
 @settings(max_examples=200, deadline=None)
