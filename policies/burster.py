@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 
 from burster.model import Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan
@@ -68,8 +69,9 @@ class BursterPolicy:
             launches = burst(snapshot, self.cost, p.burst, queue, wakes, incoming(snapshot), warm)
             if p.preempt_onprem:  # a launch the cap holds back may still be replaced by reserved GPUs
                 protected = p.guards.protected_node_ids
-                waits = slots.slot_waits(launches, lambda: node_ends_s(snapshot, p.reclaim.idle_ttl_s))
-                launches, swaps = preempt_for_urgent(snapshot, self.cost, p.burst, launches, protected, waits)
+                ends = partial(node_ends_s, snapshot, p.reclaim.idle_ttl_s)
+                launches, swaps = preempt_for_urgent(snapshot, self.cost, p.burst, launches, protected,
+                                                     lambda: slots.slot_waits(launches, ends))
             actions += warm.holds + slots.keep(launches) + swaps
         kept_warm = warm.keep()
         actions += idle_ttl(snapshot, p.reclaim, kept_warm)

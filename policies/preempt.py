@@ -20,7 +20,7 @@ preempting the next.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -35,18 +35,19 @@ from policies.offers import OfferBook, offer_book
 
 def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams, launches: Sequence[Launch],
                        protected: frozenset[str],
-                       slot_waits: Mapping[str, float] | None = None) -> tuple[list[Launch], list[Action]]:
+                       slot_waits: Callable[[], Mapping[str, float]] | None = None
+                       ) -> tuple[list[Launch], list[Action]]:
     """The launches kept, and for each on-demand launch a reserved job's GPUs replace more cheaply, a
     Hold (the job ends soon) or a Preempt plus a Hold; dearest launches first, each reserved job and
-    node at most once. ``slot_waits``: the seconds each launch the node cap holds back waits for a
-    slot (``NodeRoom.slot_waits``), weighed where estimates run long (docs/policy.md)."""
+    node at most once. ``slot_waits()``: the seconds each launch the node cap holds back waits for a
+    slot (``NodeRoom.slot_waits``), worked out and weighed only where estimates run long
+    (docs/policy.md)."""
     pending = {j.job_id: j for j in snapshot.pending}
     now = snapshot.now
-    # a launch costs its expected bill plus the deadline it may miss while the node boots
     long = runs_long(snapshot.runtime_ratios, params.market_quantile)  # as burst chooses for a requeued job
     # held back launches are weighed at their wait only where estimates are seen to run long: with
     # exact ones, a swap at the boot's miss (as for a launch that goes) is in time, and cheaper
-    waits = slot_waits if slot_waits and long > TRUSTED_WITHIN else {}
+    waits = slot_waits() if slot_waits is not None and long > TRUSTED_WITHIN else {}
     urgent = [(_launch_usd(cost, job, a, now, waits.get(a.request_id, 0.0)), a, job)
               for a in launches if (job := _urgent(a, pending, deadline_too=a.request_id in waits)) is not None]
     if not urgent:
