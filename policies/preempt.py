@@ -149,7 +149,7 @@ class _Reserved:
                 self.by_fit.setdefault(key, []).append(_Candidate(i, p, node, left_s))
         for group in self.by_fit.values():
             group.sort(key=lambda c: (c.left_s, c.index))
-        self._priced: dict[_FitKey, list[_Priced]] | None = None
+        self._priced: dict[_FitKey, list[_Priced]] = {}
 
     def choose(self, job: Demand, launch_usd: float, rate: float) -> tuple[float, bool, Placement, str] | None:
         """(saving, wait?, reserved job, node) for an urgent job whose launch costs ``launch_usd`` at
@@ -189,7 +189,7 @@ class _Reserved:
         $ of the candidate with the least bound cannot win (that candidate saves money, or every
         bound is kept)."""
         urgent_s, restart_s = job.remaining_s, self.away.cost.p.restart_overhead_s
-        groups = [group for k in keys for group in self._priced_groups().get(k, ()) if group[0][0] < rate]
+        groups = [group for k in keys for group in self._priced_group(k) if group[0][0] < rate]
         least: tuple[float, int, _Candidate] | None = None
         for terms, _, members in groups:  # a group's least bound: its first job not taken
             for left_s, index, c in members:
@@ -218,26 +218,26 @@ class _Reserved:
                     out.append((floor, index, c))
         return out
 
-    def _priced_groups(self) -> dict[_FitKey, list[_Priced]]:
-        """Per fit group, the candidates that can be sent away, by their target's price terms and
-        what else ``_Away.usd`` reads of them, each list by (seconds left, index); worked out once,
-        when the first urgent job gets this far. ``alike``: no deadline to price, so the jobs of a
-        list that outlast an urgent job cost the same to send away for as long as it runs."""
-        if self._priced is None:
-            self._priced = {}
-            for key, group in self.by_fit.items():
-                by_price: dict[tuple[_Terms, bool, Offering, int, int, float], list[tuple[float, int, _Candidate]]] = {}
-                for c in group:
-                    t = self.away.target(c.placement)
-                    if t is not None:
-                        job = t.job
-                        risky = job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT
-                        price = ((t.per_gpu_usd, t.pause_usd, t.hourly_usd, t.fixed_usd, t.back_usd), not risky,
-                                 t.offering, job.nodes, job.gpus_per_node, job.checkpoint_interval_s)
-                        by_price.setdefault(price, []).append((job.remaining_s, c.index, c))
-                self._priced[key] = [(price[0], price[1], sorted(members, key=lambda m: m[:2]))
-                                     for price, members in by_price.items()]
-        return self._priced
+    def _priced_group(self, key: _FitKey) -> list[_Priced]:
+        """The candidates of fit group ``key`` that can be sent away, by their target's price terms and
+        what else ``_Away.usd`` reads of them, each list by (seconds left, index); worked out once per
+        group, when the first urgent job that fits it gets this far (about half the candidates of a
+        busy pool are in groups no urgent job fits). ``alike``: no deadline to price, so the jobs of
+        a list that outlast an urgent job cost the same to send away for as long as it runs."""
+        priced = self._priced.get(key)
+        if priced is None:
+            by_price: dict[tuple[_Terms, bool, Offering, int, int, float], list[tuple[float, int, _Candidate]]] = {}
+            for c in self.by_fit[key]:
+                t = self.away.target(c.placement)
+                if t is not None:
+                    job = t.job
+                    risky = job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT
+                    price = ((t.per_gpu_usd, t.pause_usd, t.hourly_usd, t.fixed_usd, t.back_usd), not risky,
+                             t.offering, job.nodes, job.gpus_per_node, job.checkpoint_interval_s)
+                    by_price.setdefault(price, []).append((job.remaining_s, c.index, c))
+            priced = self._priced[key] = [(price[0], price[1], sorted(members, key=lambda m: m[:2]))
+                                          for price, members in by_price.items()]
+        return priced
 
 
 _FitKey = tuple[str, int, int]  # a reserved node's GPU model, free GPUs, free GPUs once its job leaves

@@ -125,3 +125,19 @@ def test_a_run_of_identical_jobs_goes_to_the_one_that_ends_first() -> None:
     # left 7,200 s + 60 x (i * 7 % 10): r0 + 0, r3 + 60, r6 + 120 are the three soonest ends
     assert [(c[1], c[2].job.job_id) for c in chosen if c is not None] == [(False, "r0"), (False, "r3"), (False, "r6")]
     assert len({c[0] for c in chosen if c is not None}) == 1  # one price for all of them
+
+
+def test_only_the_groups_an_urgent_job_fits_are_priced() -> None:
+    """Pricing a reserved job's target is most of the rule's time in a busy pool: a V100 job is not
+    priced against the A100 jobs it cannot replace, nor against a node with room for it already."""
+    def placed(i: int, model: str) -> Placement:
+        return Placement(Demand(f"r{i}", 8, NOW - timedelta(hours=3), 3_600.0 + 7_200.0, gpu_model=model),
+                         (f"n{i}",), NOW - timedelta(hours=1), False, Market.RESERVED)
+    models = ["V100", "A100", "V100", "A100"]
+    pool = [PoolNode(f"n{i}", model, 16 if i == 2 else 8, 8 if i == 2 else 0) for i, model in enumerate(models)]
+    snap = Snapshot(NOW, (), tuple(placed(i, m) for i, m in enumerate(models)), tuple(pool), (), OFFERINGS)
+    away = _Away(COST, PARAMS, offer_book(snap, COST), NOW)
+    index = _Reserved(snap, frozenset(), away)
+    job = Demand("u", 1, NOW, 1_800.0, gpu_model="V100", deadline=NOW + timedelta(hours=1), job_class=JobClass.STRICT)
+    assert index.choose(job, 50.0, 3.0) is not None
+    assert sorted(away._targets) == ["r0"]  # n2 has 8 GPUs free: the job fits there without a swap
