@@ -39,3 +39,19 @@ def test_an_estimate_error_out_of_range_is_a_usage_error_naming_the_range() -> N
     assert done.returncode == 2
     assert "--estimate-error: estimate error must be a lognormal sigma in [0, 3]" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_node_cap_is_the_dense_case_the_benchmark_can_time() -> None:
+    done = _bench("--json", "--max-nodes", "4")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["max_nodes"] == 4 and record["jobs"] == 2023
+    # launches held back at the cap leave the policy no quiet time: 4,611 passes without a cap
+    assert record["passes"] > 10_000
+
+
+def test_a_node_cap_out_of_range_is_a_usage_error_naming_the_key_and_range() -> None:
+    done = _bench("--max-nodes", "-1")
+    assert done.returncode == 2
+    assert "--max-nodes: invalid configuration" in done.stderr and "guards.max_nodes" in done.stderr
+    assert "greater than or equal to 0" in done.stderr and "Traceback" not in done.stderr
