@@ -6,9 +6,9 @@ Quick: the bundled week (about 2k jobs, 18-node pool). Full: the whole Philly MI
 ../shared/data (about 31k jobs over 14 days, 150-node pool) when present. Prints
 {jobs, wall_s, jobs_per_s} (a list of them in full mode, quick first). ``--estimate-error``: the
 controller sees runtimes off by exp(N(0, SIGMA)), as with users' estimates (jobs that outrun them
-are what used to make every tick a pass). ``--max-nodes``: at most N cloud nodes (``guards.max_nodes``, 256 by default);
-with wrong estimates too, launches held back at the cap keep the preempt rule weighing reserved
-jobs every tick, the slowest case the simulator meets.
+are what used to make every tick a pass). ``--max-nodes``: at most N cloud nodes
+(``guards.max_nodes``, 256 by default); launches held back at the cap keep the preempt rule
+weighing reserved jobs every tick, the slowest case the simulator meets.
 
 Each record also splits the wall time: ``world_s`` the simulated pool and clouds (events, spot
 replay), ``decide_s`` the policy, ``observe_actuate_s`` the rest of the reconcile passes, and
