@@ -262,3 +262,20 @@ def test_explain_lists_bursts_the_node_cap_holds_back(tmp_path: Path, capsys: py
     per_job = Counter(line.split(" held back launch: job ", 1)[1].split(" ", 1)[0] for line in held)
     assert len(per_job) > 20 and max(per_job.values()) <= 30
     assert "refused launch: max nodes" not in out
+
+
+def test_the_summary_counts_the_jobs_the_node_cap_held_back(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """``jobs_held_back``: the jobs --explain lists as held back, each once; none without a binding cap."""
+    config = tmp_path / "burster.toml"
+    config.write_text("[guards]\nmax_nodes = 2\n")
+    args = ["simulate", "--demo", "--days", "0.25", "--pool-nodes", "6", "--config", str(config)]
+    assert main([*args, "--explain"]) == 0
+    held = {line.split(" held back launch: job ", 1)[1].split(" ", 1)[0]
+            for line in capsys.readouterr().out.splitlines() if " held back launch: job " in line}
+    assert main([*args, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs_held_back"] == len(held) > 20
+    assert main([*args[:-2], "--json"]) == 0  # the default cap (256 nodes) never binds here
+    assert json.loads(capsys.readouterr().out)["jobs_held_back"] == 0
+    assert main(args) == 0
+    assert "jobs held back at the node cap" in capsys.readouterr().out

@@ -75,7 +75,7 @@ def _config(args: argparse.Namespace) -> Any:
 def main(args: argparse.Namespace) -> int:
     from burster.app import DEMO_TRACE, build_simulation
     from burster.sim.engine import run
-    from burster.sim.summary import summarize
+    from burster.sim.summary import HeldBack, summarize
     from burster.traces import load_trace
 
     if not args.demo and args.trace is None:
@@ -91,7 +91,13 @@ def main(args: argparse.Namespace) -> int:
                            spot_dir=args.spot, providers=providers,
                            days=days, start_day=args.start_day, estimate_error=args.estimate_error,
                            estimate_bias=args.estimate_bias, estimate_team_spread=args.estimate_team_spread)
-    on_pass = _explainer() if args.explain else None
+    held = HeldBack()
+    explain = _explainer() if args.explain else None
+
+    def on_pass(report: PassReport) -> None:
+        held.observe(report)
+        if explain is not None:
+            explain(report)
     started = time.perf_counter()
     passes = _run_with_progress(sim, run, on_pass, quiet=args.json or args.explain,
                                 tick_s=config.controller.tick_s)
@@ -101,6 +107,7 @@ def main(args: argparse.Namespace) -> int:
                        launches=sum(c.launches for c in world.clouds.values()), passes=passes,
                        policy=config.policy.name, trace=trace.name, pool_gpus=sim.pool_gpus, seed=args.seed,
                        wall_s=wall)
+    result["jobs_held_back"] = held.count
     result["spot_source"] = sim.spot_source
     result["estimate_error"] = args.estimate_error
     result["estimate_bias"] = args.estimate_bias
@@ -186,6 +193,7 @@ def _print_table(r: dict[str, Any]) -> None:
         ("on-prem jobs preempted for urgent ones", str(r["onprem_preemptions"])),
         ("idle burst nodes handed to a job", str(r["idle_nodes_handed"])),
         ("nodes launched", str(r["launches"])),
+        *([("jobs held back at the node cap", str(r["jobs_held_back"]))] if r.get("jobs_held_back") else []),
         ("reconcile passes / wall time", f"{r['reconcile_passes']} / {r['wall_s']:.1f}s"),
         ("spot availability from", r["spot_source"]),
         *([("runtime / estimate, median of the last jobs", f"{r['runtime_ratio_median']:.2f}")]

@@ -6,7 +6,24 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from burster.reconciler import PassReport
 from burster.state import LedgerEntry
+
+
+class HeldBack:
+    """Jobs the node cap held back at least once (``Plan.held_back``; a launch for no job counts by
+    its request id): how often ``guards.max_nodes`` bound, as ``--explain`` lists them."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+
+    def observe(self, report: PassReport) -> None:
+        for launch, _ in report.plan.held_back:
+            self._seen.add(f"job {launch.job_id}" if launch.job_id else launch.request_id)
+
+    @property
+    def count(self) -> int:
+        return len(self._seen)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
