@@ -20,6 +20,7 @@ preempting the next.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -150,6 +151,7 @@ class _Reserved:
         for group in self.by_fit.values():
             group.sort(key=lambda c: (c.left_s, c.index))
         self._priced: dict[_FitKey, list[_Priced]] = {}
+        self._least_rates: dict[_FitKey, float] = {}
 
     def choose(self, job: Demand, launch_usd: float, rate: float) -> tuple[float, bool, Placement, str] | None:
         """(saving, wait?, reserved job, node) for an urgent job whose launch costs ``launch_usd`` at
@@ -189,7 +191,8 @@ class _Reserved:
         $ of the candidate with the least bound cannot win (that candidate saves money, or every
         bound is kept)."""
         urgent_s, restart_s = job.remaining_s, self.away.cost.p.restart_overhead_s
-        groups = [group for k in keys for group in self._priced_group(k) if group[0][0] < rate]
+        groups = [group for k in keys if self._least_rate(k) < rate
+                  for group in self._priced_group(k) if group[0][0] < rate]
         least: tuple[float, int, _Candidate] | None = None
         for terms, _, members in groups:  # a group's least bound: its first job not taken
             for left_s, index, c in members:
@@ -217,6 +220,22 @@ class _Reserved:
                 if floor < launch_usd and c.node.node_id not in self.taken:
                     out.append((floor, index, c))
         return out
+
+    def _least_rate(self, key: _FitKey) -> float:
+        """The least $ per GPU-hour any candidate of fit group ``key`` could run at on the cloud (its
+        shape's cheapest effective offering, any market): where that is no cheaper than an urgent
+        job's, none of the group is priced for it (an urgent spot launch's own shape, mostly)."""
+        least = self._least_rates.get(key)
+        if least is None:
+            book = self.away.book
+            least = math.inf
+            for c in self.by_fit[key]:
+                job = c.placement.job
+                o = book.best(job)
+                if o is not None:
+                    least = min(least, book.rate(job, o) / job.gpus)
+            self._least_rates[key] = least
+        return least
 
     def _priced_group(self, key: _FitKey) -> list[_Priced]:
         """The candidates of fit group ``key`` that can be sent away, by their target's price terms and

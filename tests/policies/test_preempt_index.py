@@ -141,3 +141,20 @@ def test_only_the_groups_an_urgent_job_fits_are_priced() -> None:
     job = Demand("u", 1, NOW, 1_800.0, gpu_model="V100", deadline=NOW + timedelta(hours=1), job_class=JobClass.STRICT)
     assert index.choose(job, 50.0, 3.0) is not None
     assert sorted(away._targets) == ["r0"]  # n2 has 8 GPUs free: the job fits there without a swap
+
+
+def test_a_group_no_cheaper_on_the_cloud_than_the_urgent_job_is_not_priced() -> None:
+    """An urgent job held back on the cheapest spot offering of its shape: reserved jobs of that
+    shape cannot run cheaper per GPU anywhere, so none is sent away, and none is priced."""
+    running = [Placement(Demand(f"r{i}", 1, NOW - timedelta(hours=3), 3_600.0 + 7_200.0, gpu_model="V100"),
+                         (f"n{i}",), NOW - timedelta(hours=1), False, Market.RESERVED) for i in range(3)]
+    pool = [PoolNode(f"n{i}", "V100", 1, 0) for i in range(3)]
+    snap = Snapshot(NOW, (), tuple(running), tuple(pool), (), OFFERINGS)
+    away = _Away(COST, PARAMS, offer_book(snap, COST), NOW)
+    index = _Reserved(snap, frozenset(), away)
+    job = Demand("u", 1, NOW, 1_800.0, gpu_model="V100", deadline=NOW + timedelta(hours=1), job_class=JobClass.STRICT)
+    spot = OFFERINGS[0]
+    assert index.choose(job, 50.0, COST.run_rate_usd_per_hour(job, spot)) is None
+    assert not away._targets
+    assert index.choose(job, 50.0, COST.run_rate_usd_per_hour(job, OFFERINGS[1])) is not None  # on-demand: priced
+    assert away._targets
