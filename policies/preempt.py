@@ -116,7 +116,7 @@ def incoming(snapshot: Snapshot) -> frozenset[str]:
     return frozenset(n.held_for for n in snapshot.pool_nodes if n.held_for and n.node_id in stopping)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is built per reserved job per pass (3x faster to build)
 class _Candidate:
     index: int  # place in the snapshot (the last tie-break)
     placement: Placement
@@ -140,11 +140,12 @@ class _Reserved:
         self.away = away
         self.taken: set[str] = set()
         self.by_fit: dict[_FitKey, list[_Candidate]] = {}
+        now_ts = away.now.timestamp()
         for i, p in enumerate(snapshot.running):
             if p.on_cloud or p.stopping_at is not None or p.job.nodes != 1 or len(p.node_ids) != 1:
                 continue
             node = nodes.get(p.node_ids[0])
-            left_s = p.remaining_s(away.now)
+            left_s = max(p.ends_at_ts - now_ts, 0.0)  # Placement.remaining_s
             if node is not None and not node.held_for and node.node_id not in protected and left_s > 0:
                 key = (node.gpu_model, node.free_gpus, node.free_gpus + p.job.gpus)
                 self.by_fit.setdefault(key, []).append(_Candidate(i, p, node, left_s))
