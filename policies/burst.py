@@ -358,7 +358,7 @@ def _burst_request_id(job_id: str, attempt: int, offering_key: str, count: int) 
     key = (job_id, attempt, offering_key, count)
     rid = _REQUEST_IDS.get(key)
     if rid is None:
-        if len(_REQUEST_IDS) >= 100_000:
+        if len(_REQUEST_IDS) >= 10_000:  # a controller runs for months: the held-back launches of a pass fit
             _REQUEST_IDS.clear()
         rid = _REQUEST_IDS[key] = request_id(job_id, attempt, offering_key, count)
     return rid
