@@ -264,12 +264,9 @@ def test_explain_lists_bursts_the_node_cap_holds_back(tmp_path: Path, capsys: py
     assert "refused launch: max nodes" not in out
 
 
-def test_the_summary_counts_the_jobs_the_node_cap_held_back(tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_summary_counts_the_jobs_the_node_cap_held_back(capsys: pytest.CaptureFixture[str]) -> None:
     """``jobs_held_back``: the jobs --explain lists as held back, each once; none without a binding cap."""
-    config = tmp_path / "burster.toml"
-    config.write_text("[guards]\nmax_nodes = 2\n")
-    args = ["simulate", "--demo", "--days", "0.25", "--pool-nodes", "6", "--config", str(config)]
+    args = ["simulate", "--demo", "--days", "0.25", "--pool-nodes", "6", "--max-nodes", "2"]
     assert main([*args, "--explain"]) == 0
     held = {line.split(" held back launch: job ", 1)[1].split(" ", 1)[0]
             for line in capsys.readouterr().out.splitlines() if " held back launch: job " in line}
@@ -279,3 +276,22 @@ def test_the_summary_counts_the_jobs_the_node_cap_held_back(tmp_path: Path,
     assert json.loads(capsys.readouterr().out)["jobs_held_back"] == 0
     assert main(args) == 0
     assert "jobs held back at the node cap" in capsys.readouterr().out
+
+
+def test_max_nodes_on_the_command_line_is_the_config_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "burster.toml"
+    config.write_text("[guards]\nmax_nodes = 2\n")
+    base = ["simulate", "--demo", "--days", "0.25", "--pool-nodes", "6", "--json"]
+    results = []
+    for extra in (["--config", str(config)], ["--max-nodes", "2"]):
+        assert main([*base, *extra]) == 0
+        out = json.loads(capsys.readouterr().out)
+        del out["wall_s"]
+        results.append(out)
+    assert results[0] == results[1] and results[0]["jobs_held_back"] > 0
+
+
+def test_a_negative_max_nodes_names_the_key_and_its_range(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--demo", "--max-nodes", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "guards.max_nodes" in err and "greater than or equal to 0" in err and "command-line options" in err

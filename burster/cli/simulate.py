@@ -33,6 +33,7 @@ def register(sub: Any) -> None:
     p.add_argument("--policy", help="policy name (default: the config's, 'burster')")
     p.add_argument("--pool-nodes", type=int, help="on-prem nodes (overrides pool.nodes)")
     p.add_argument("--gpus-per-node", type=int, help="GPUs per on-prem node (overrides pool.gpus_per_node)")
+    p.add_argument("--max-nodes", type=int, help="most cloud nodes live at once (overrides guards.max_nodes)")
     p.add_argument("--prices", type=Path, help="price catalog folder or file (default: ../shared/data's "
                                                "catalog when present, else the bundled sample)")
     p.add_argument("--spot", type=Path, help="spot availability trace file or folder (default: ../shared/data's "
@@ -67,6 +68,8 @@ def _config(args: argparse.Namespace) -> Any:
         data["pool"]["nodes"] = args.pool_nodes
     if args.gpus_per_node is not None:
         data["pool"]["gpus_per_node"] = args.gpus_per_node
+    if args.max_nodes is not None:
+        data["guards"]["max_nodes"] = args.max_nodes
     if args.policy:
         data["policy"]["name"] = args.policy
     return parse_config(data, "command-line options")
