@@ -139,15 +139,12 @@ class Demand:
     def with_done(self, done_s: float) -> Demand:
         """This job with ``done_s`` seconds of its work done: ``replace(self, done_s=done_s)`` without
         running ``__init__`` again (3x faster; the policies re-price every running job each pass)."""
-        return self._with_work(self.est_runtime_s, done_s)
+        return _copy_with_work(self, self.est_runtime_s, done_s)
 
     def with_estimate(self, est_runtime_s: float) -> Demand:
         """This job believed to run ``est_runtime_s`` in all: ``replace(self, est_runtime_s=...)``, as
         fast as ``with_done`` (the policies take every running job long when they price it away)."""
-        return self._with_work(est_runtime_s, self.done_s)
-
-    def _with_work(self, est_runtime_s: float, done_s: float) -> Demand:
-        return _copy_with_work(self, est_runtime_s, done_s)
+        return _copy_with_work(self, est_runtime_s, self.done_s)
 
 
 def _copier(cls: type) -> Callable[[Demand, float, float], Demand]:

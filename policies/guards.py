@@ -147,8 +147,7 @@ def node_ends_s(snapshot: Snapshot, idle_ttl_s: float) -> list[float]:
     its job (as the policy believes it; a stopping one at its stop), one draining or terminating with
     no job now, an idle one at its idle TTL, a booting one after the job it boots for (inf when that
     job is not known)."""
-    now_ts = snapshot.now.timestamp()
-    left = {p.job.job_id: max(p.ends_at_ts - now_ts, 0.0) for p in snapshot.running}
+    left = {p.job.job_id: p.remaining_s(snapshot.now) for p in snapshot.running}
     pending = {j.job_id: j.remaining_s for j in snapshot.pending}
     ends: list[float] = []
     for n in snapshot.cloud_nodes:

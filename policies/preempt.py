@@ -140,12 +140,11 @@ class _Reserved:
         self.away = away
         self.taken: set[str] = set()
         self.by_fit: dict[_FitKey, list[_Candidate]] = {}
-        now_ts = away.now.timestamp()
         for i, p in enumerate(snapshot.running):
             if p.on_cloud or p.stopping_at is not None or p.job.nodes != 1 or len(p.node_ids) != 1:
                 continue
             node = nodes.get(p.node_ids[0])
-            left_s = max(p.ends_at_ts - now_ts, 0.0)  # Placement.remaining_s
+            left_s = p.remaining_s(away.now)
             if node is not None and not node.held_for and node.node_id not in protected and left_s > 0:
                 key = (node.gpu_model, node.free_gpus, node.free_gpus + p.job.gpus)
                 self.by_fit.setdefault(key, []).append(_Candidate(i, p, node, left_s))
