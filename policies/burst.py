@@ -20,6 +20,7 @@ a changeover and a margin, and it competes at its expected cost plus its deadlin
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -349,16 +350,8 @@ def _launch(job: Demand, offering: Offering, cost: CostModel, reason: str) -> La
     )
 
 
-_REQUEST_IDS: dict[tuple[str, int, str, int], str] = {}
-
-
+@functools.lru_cache(maxsize=16_384)  # a controller runs for months: the held-back launches of a pass fit
 def _burst_request_id(job_id: str, attempt: int, offering_key: str, count: int) -> str:
     """``request_id`` of a job's launch, memoized: a job held back at the node cap is launched again,
     under the same id, every pass it waits (a hash each time was 3 % of a capped run)."""
-    key = (job_id, attempt, offering_key, count)
-    rid = _REQUEST_IDS.get(key)
-    if rid is None:
-        if len(_REQUEST_IDS) >= 10_000:  # a controller runs for months: the held-back launches of a pass fit
-            _REQUEST_IDS.clear()
-        rid = _REQUEST_IDS[key] = request_id(job_id, attempt, offering_key, count)
-    return rid
+    return request_id(job_id, attempt, offering_key, count)

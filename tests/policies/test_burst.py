@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Launch, request_id
-from policies.burst import _REQUEST_IDS, BurstParams, _burst_request_id, burst, spot_slack_s
+from policies.burst import BurstParams, _burst_request_id, burst, spot_slack_s
 from policies.cost import CostModel, CostParams
 from policies.rank import start_by
 
@@ -309,9 +309,9 @@ def test_the_projection_follows_a_ranked_pools_order() -> None:
 def test_launch_request_ids_are_memoized_the_same_and_the_memo_stays_bounded() -> None:
     """A held-back launch keeps its id pass after pass; a controller running for months does not
     keep every id it ever made."""
-    for i in range(10_050):
+    for i in range(16_400):
         assert _burst_request_id(f"job-{i}", i % 3, "aws/use1-az1/p3.2xlarge/spot", 1) == \
             request_id(f"job-{i}", i % 3, "aws/use1-az1/p3.2xlarge/spot", 1)
-        assert len(_REQUEST_IDS) <= 10_000
-    assert _burst_request_id("job-10049", 0, "aws/use1-az1/p3.2xlarge/spot", 1) == \
-        request_id("job-10049", 0, "aws/use1-az1/p3.2xlarge/spot", 1)
+        assert _burst_request_id.cache_info().currsize <= 16_384
+    assert _burst_request_id("job-16399", 0, "aws/use1-az1/p3.2xlarge/spot", 1) == \
+        request_id("job-16399", 0, "aws/use1-az1/p3.2xlarge/spot", 1)
