@@ -271,11 +271,16 @@ def test_the_summary_counts_the_jobs_the_node_cap_held_back(capsys: pytest.Captu
     held = {line.split(" held back launch: job ", 1)[1].split(" ", 1)[0]
             for line in capsys.readouterr().out.splitlines() if " held back launch: job " in line}
     assert main([*args, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["jobs_held_back"] == len(held) > 20
+    capped = capsys.readouterr()
+    assert json.loads(capped.out)["jobs_held_back"] == len(held) > 20
+    assert json.loads(capped.out)["max_nodes"] == 2
+    assert f"guards.max_nodes = 2) held back the bursts of {len(held)} job(s)" in capped.err
     assert main([*args[:-2], "--json"]) == 0  # the default cap (256 nodes) never binds here
-    assert json.loads(capsys.readouterr().out)["jobs_held_back"] == 0
+    uncapped = capsys.readouterr()
+    assert json.loads(uncapped.out)["jobs_held_back"] == 0 and json.loads(uncapped.out)["max_nodes"] == 256
+    assert "node cap" not in uncapped.err
     assert main(args) == 0
-    assert "jobs held back at the node cap" in capsys.readouterr().out
+    assert "jobs held back at the node cap (2 nodes)" in capsys.readouterr().out
 
 
 def test_max_nodes_on_the_command_line_is_the_config_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -111,6 +111,7 @@ def main(args: argparse.Namespace) -> int:
                        policy=config.policy.name, trace=trace.name, pool_gpus=sim.pool_gpus, seed=args.seed,
                        wall_s=wall)
     result["jobs_held_back"] = held.count
+    result["max_nodes"] = config.guards.max_nodes
     result["spot_source"] = sim.spot_source
     result["estimate_error"] = args.estimate_error
     result["estimate_bias"] = args.estimate_bias
@@ -125,6 +126,10 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
     else:
         _print_table(result)
+    if held.count:
+        print(f"note: the cloud node cap (guards.max_nodes = {config.guards.max_nodes}) held back the bursts of "
+              f"{held.count} job(s): the costs and waits above are a capped controller's; raise it with "
+              "--max-nodes to see what the policy does without it", file=sys.stderr)
     return 0
 
 
@@ -196,7 +201,8 @@ def _print_table(r: dict[str, Any]) -> None:
         ("on-prem jobs preempted for urgent ones", str(r["onprem_preemptions"])),
         ("idle burst nodes handed to a job", str(r["idle_nodes_handed"])),
         ("nodes launched", str(r["launches"])),
-        *([("jobs held back at the node cap", str(r["jobs_held_back"]))] if r.get("jobs_held_back") else []),
+        *([(f"jobs held back at the node cap ({r['max_nodes']} nodes)", str(r["jobs_held_back"]))]
+          if r.get("jobs_held_back") else []),
         ("reconcile passes / wall time", f"{r['reconcile_passes']} / {r['wall_s']:.1f}s"),
         ("spot availability from", r["spot_source"]),
         *([("runtime / estimate, median of the last jobs", f"{r['runtime_ratio_median']:.2f}")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,8 +56,10 @@ def _header(path: Path) -> list[str]:
         lines.close()
 
 
-def load_trace(path: Path, fmt: str | None = None) -> Trace:
-    """Load a trace by format name (detected from the file name when ``fmt`` is None)."""
+def load_trace(path: str | os.PathLike[str], fmt: str | None = None) -> Trace:
+    """Load a trace by format name (detected from the file name when ``fmt`` is None); ``path`` is a
+    str or a path object."""
+    path = Path(path)
     fmt = fmt or detect_format(path)
     if fmt not in TRACE_FORMATS:
         raise InputError(f"unknown trace format {fmt!r}; valid: {', '.join(TRACE_FORMATS)}")

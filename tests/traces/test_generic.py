@@ -27,6 +27,13 @@ def write(tmp_path: Path, rows: str, header: str = HEADER, name: str = "jobs.csv
     return path
 
 
+def test_a_str_path_loads_like_a_path_object(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    assert load_trace(str(path)).jobs == load_trace(path).jobs
+    with pytest.raises(InputError, match="cannot tell the format"):
+        load_trace(str(tmp_path / "jobs.txt"))
+
+
 def test_every_column_and_the_defaults(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD + "b,1772442000,1,60,,,,,,,,,\n" + "c,2026-03-02 08:00,4,30.5,4,,,1772445600,,,,,\n")
     assert detect_format(path) == "generic"
