@@ -24,7 +24,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from burster.model import Demand, JobClass, Market, Node, Offering, PoolNode, Snapshot, queue_key
 from burster.plan import Launch, request_id
@@ -180,7 +180,8 @@ class _Room:
 
 def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
           queue: ReservedQueue | None = None, wakes: list[datetime] | None = None,
-          incoming: frozenset[str] = frozenset(), standby: Standby | None = None) -> list[Launch]:
+          incoming: frozenset[str] = frozenset(), standby: Standby | None = None,
+          stays: dict[str, datetime] | None = None) -> list[Launch]:
     """Launches for the pending jobs that should not wait for reserved capacity (``incoming``: jobs
     whose GPUs are on the way already, e.g. a preempted reserved job's).
 
@@ -189,6 +190,8 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     ``wakes`` (if given) receives the future instants at which a job kept waiting would burst with
     nothing else happening: a job the projection says starts now, but that the pool has not started
     (fragmentation, a FIFO head's reservation), still ages towards its wait budget and spot slack.
+    ``stays`` (if given) receives, by request id, until when a launch stays wanted with nothing else
+    happening (``wanted_until``), for the launches of jobs with no deadline to meet.
     """
     now = snapshot.now
     queue = queue or ReservedQueue(now, snapshot.pool_nodes, snapshot.running)
@@ -236,6 +239,9 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
                 wakes.append(now + timedelta(seconds=left_s, microseconds=1))  # just past it: the rule holds there
         else:
             launches.append(launch)
+            if stays is not None and offering is not None and job.job_id not in held and \
+                    (until := wanted_until(job, wait_s, deferring, now, cost, params, offering)) is not None:
+                stays[launch.request_id] = until
     if params.prewarm and snapshot.signals:
         launches += prewarm(snapshot, cost, book, queue, idle.free + (standby.free if standby else []))
     if standby is not None and standby.stock:
@@ -323,6 +329,29 @@ def _burst_reason(job: Demand, wait_s: float, waited_s: float, now: datetime, co
         if wait_usd > cloud_usd:
             return f"waiting {wait_s:.0f}s costs ${wait_usd:.2f} > cloud ${cloud_usd:.2f}"
     return None
+
+
+def wanted_until(job: Demand, wait_s: float, deferring: bool, now: datetime, cost: CostModel,
+                 params: BurstParams, offering: Offering) -> datetime | None:
+    """Until when a launch for ``job`` to ``offering``, wanted now, stays wanted with nothing else
+    happening (a second early, so a pass cannot land past it); None for a job with a deadline to
+    meet (its slack moves its market and its rules). With none, the offering and every rule are
+    fixed but for the projected wait, which falls as the clock runs: at 0 the pool may be about to
+    start the job (``fresh``), within a boot of it a deferring job waits for the pool, and a wait
+    that costs less than the cloud run stops the cost trigger."""
+    if slack_s(job, now, cost) != math.inf:
+        return None
+    if wait_s <= 0.0 or wait_s == math.inf:
+        return _NEVER  # no reserved capacity for it, or the pool passed it over: nothing falls
+    ahead = [wait_s]
+    if deferring:
+        ahead.append(wait_s - cost.p.launch_latency_s)
+    elif params.cost_trigger and (usd_per_s := cost.wait_cost_usd(job, 3600.0, now) / 3600.0) > 0:
+        ahead.append(wait_s - cost.job_cost_usd(job, offering) / usd_per_s)  # waiting's cost is linear
+    return now + timedelta(seconds=max(min(s for s in ahead if s > 0) - 1.0, 0.0))
+
+
+_NEVER = datetime.max.replace(tzinfo=UTC)
 
 
 def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,

@@ -65,8 +65,9 @@ class BursterPolicy:
         if warm.next_change is not None:
             wakes.append(warm.next_change)
         swaps: list[Action] = []
+        stays: dict[str, datetime] = {}  # until when the bursts of jobs with no deadline stay wanted
         if not stopping:  # no new launches while a hard budget is stopping the burn
-            launches = burst(snapshot, self.cost, p.burst, queue, wakes, incoming(snapshot), warm)
+            launches = burst(snapshot, self.cost, p.burst, queue, wakes, incoming(snapshot), warm, stays)
             if p.preempt_onprem:  # a launch the cap holds back may still be replaced by reserved GPUs
                 protected = p.guards.protected_node_ids
                 ends = partial(node_ends_s, snapshot, p.reclaim.idle_ttl_s)
@@ -97,8 +98,11 @@ class BursterPolicy:
         if p.exclusive_nodes:
             actions = [replace(a, exclusive=True) if isinstance(a, Launch) else a for a in actions]
         plan = apply_guards(Plan(tuple(_dedupe(actions)), held_back=tuple(slots.held)), snapshot, p.guards)
-        if slots.blocking:
-            return plan  # the launch the slots are kept for may stop being wanted as the clock runs
+        if slots.blocking:  # the launch the slots are kept for may stop being wanted as the clock runs
+            until = stays.get(slots.waiting.request_id) if slots.waiting is not None else None
+            if until is None:
+                return plan
+            wakes.append(until)
         if p.preempt_onprem and may_turn_urgent((a for a, _ in slots.held), snapshot):
             return plan  # a reserved job's GPUs may come to replace it as the clock runs: no quiet time
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=p.reclaim.idle_ttl_s, guards=p.guards,

@@ -89,7 +89,8 @@ class NodeRoom:
     def blocking(self) -> bool:
         """Whether a later launch that would fit waits only for the first one held back. That one
         may stop being wanted as the clock runs, with no event (its job's reserved GPUs come close
-        enough to wait for), and the later launch then goes: such a plan is not quiet."""
+        enough to wait for), and the later launch then goes: such a plan is quiet only until that
+        could happen, where the policy knows when (Burster's: ``burst.wanted_until``)."""
         return self.waiting is not None and any(
             a is not self.waiting and a.count <= self.left for a, _ in self.held)
 

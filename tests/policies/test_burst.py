@@ -146,6 +146,31 @@ def test_deferring_ignores_the_wait_cost_within_the_budget() -> None:
     assert burst(snapshot(job, busy_for_s=5_000), PRICED, DEFER) == []
 
 
+def launch_and_stay(snap: Snapshot, cost: CostModel, params: BurstParams) -> tuple[Launch, datetime | None]:
+    stays: dict[str, datetime] = {}
+    (launch,) = burst(snap, cost, params, stays=stays)
+    return launch, stays.get(launch.request_id)
+
+
+def test_a_burst_for_a_job_with_no_deadline_says_until_when_it_stays_wanted() -> None:
+    """A plan whose kept slots wait on such a launch is skipped up to that instant (policies/burster.py):
+    the launch is still wanted there, and two seconds on, where its rule stops, it is not."""
+    job = Demand("be", 1, NOW, 36_000, gpu_model="V100")
+    late = Demand("be", 1, NOW - timedelta(seconds=8_701), 36_000, gpu_model="V100")  # past its deferral
+    for snap, params, why in ((snapshot(job, busy_for_s=5_000), replace(PARAMS, cost_trigger=True), "costs"),
+                              (snapshot(late, busy_for_s=1_299), DEFER, "of its 9000s wait budget")):
+        launch, until = launch_and_stay(snap, PRICED, params)
+        assert why in launch.reason and until is not None and NOW < until < NOW + timedelta(seconds=5_000)
+        assert [a.request_id for a in burst(replace(snap, now=until), PRICED, params)] == [launch.request_id]
+        assert burst(replace(snap, now=until + timedelta(seconds=2)), PRICED, params) == []
+    # the deferring job's flip: the pool within a boot (180 s) of starting it, a second early
+    assert launch_and_stay(snapshot(late, busy_for_s=1_299), PRICED, DEFER)[1] == NOW + timedelta(seconds=1_118)
+    never = Demand("wide", 16, NOW, 3_600, gpu_model="V100")  # no on-prem node is that large: it never waits
+    assert launch_and_stay(snapshot(never, busy_for_s=0), PRICED, PARAMS)[1] == datetime.max.replace(tzinfo=UTC)
+    # a deadline job's slack moves its market and its rules: no such instant
+    assert launch_and_stay(snapshot(deadline_job(slack_s=5_000), busy_for_s=3_400), PRICED, DEFER)[1] is None
+
+
 def test_a_job_whose_budget_is_the_floor_bursts_at_once_when_deferring() -> None:
     job = Demand("short", 1, NOW, 1_800, gpu_model="V100")  # budget max(600, 450) = 600 s: the floor
     (launch,) = burst(snapshot(job, busy_for_s=1_000), PRICED, DEFER)
