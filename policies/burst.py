@@ -24,7 +24,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from burster.model import Demand, JobClass, Market, Node, Offering, PoolNode, Snapshot, queue_key
 from burster.plan import Launch, request_id
@@ -32,6 +32,7 @@ from policies.cost import CostModel
 from policies.estimates import estimate_scale, runs_long, taken_long
 from policies.offers import ANY, OfferBook, offer_book
 from policies.queue import ReservedQueue, held_by_job
+from policies.quiet import FOREVER
 from policies.standby import USABLE, Standby, free_nodes, live_jobs, prewarm, stock_launches
 
 
@@ -181,7 +182,7 @@ class _Room:
 def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
           queue: ReservedQueue | None = None, wakes: list[datetime] | None = None,
           incoming: frozenset[str] = frozenset(), standby: Standby | None = None,
-          stays: dict[str, datetime] | None = None) -> list[Launch]:
+          stays: dict[str, Callable[[], datetime | None]] | None = None) -> list[Launch]:
     """Launches for the pending jobs that should not wait for reserved capacity (``incoming``: jobs
     whose GPUs are on the way already, e.g. a preempted reserved job's).
 
@@ -190,8 +191,8 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     ``wakes`` (if given) receives the future instants at which a job kept waiting would burst with
     nothing else happening: a job the projection says starts now, but that the pool has not started
     (fragmentation, a FIFO head's reservation), still ages towards its wait budget and spot slack.
-    ``stays`` (if given) receives, by request id, until when a launch stays wanted with nothing else
-    happening (``wanted_until``), for the launches of jobs with no deadline to meet.
+    ``stays`` (if given) receives, by request id, how to work out until when each launch stays
+    wanted with nothing else happening (``wanted_until``; asked only of a launch a plan waits on).
     """
     now = snapshot.now
     queue = queue or ReservedQueue(now, snapshot.pool_nodes, snapshot.running)
@@ -239,9 +240,9 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
                 wakes.append(now + timedelta(seconds=left_s, microseconds=1))  # just past it: the rule holds there
         else:
             launches.append(launch)
-            if stays is not None and offering is not None and job.job_id not in held and \
-                    (until := wanted_until(job, wait_s, deferring, now, cost, params, offering)) is not None:
-                stays[launch.request_id] = until
+            if stays is not None and offering is not None and job.job_id not in held:
+                stays[launch.request_id] = functools.partial(wanted_until, job, wait_s, deferring, now, cost,
+                                                             params, offering)
     if params.prewarm and snapshot.signals:
         launches += prewarm(snapshot, cost, book, queue, idle.free + (standby.free if standby else []))
     if standby is not None and standby.stock:
@@ -342,7 +343,7 @@ def wanted_until(job: Demand, wait_s: float, deferring: bool, now: datetime, cos
     if slack_s(job, now, cost) != math.inf:
         return None
     if wait_s <= 0.0 or wait_s == math.inf:
-        return _NEVER  # no reserved capacity for it, or the pool passed it over: nothing falls
+        return FOREVER  # no reserved capacity for it, or the pool passed it over: nothing falls
     ahead = [wait_s]
     if deferring:
         ahead.append(wait_s - cost.p.launch_latency_s)
@@ -350,8 +351,6 @@ def wanted_until(job: Demand, wait_s: float, deferring: bool, now: datetime, cos
         ahead.append(wait_s - cost.job_cost_usd(job, offering) / usd_per_s)  # waiting's cost is linear
     return now + timedelta(seconds=max(min(s for s in ahead if s > 0) - 1.0, 0.0))
 
-
-_NEVER = datetime.max.replace(tzinfo=UTC)
 
 
 def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,

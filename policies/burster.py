@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -65,7 +66,7 @@ class BursterPolicy:
         if warm.next_change is not None:
             wakes.append(warm.next_change)
         swaps: list[Action] = []
-        stays: dict[str, datetime] = {}  # until when the bursts of jobs with no deadline stay wanted
+        stays: dict[str, Callable[[], datetime | None]] = {}  # until when each burst stays wanted
         if not stopping:  # no new launches while a hard budget is stopping the burn
             launches = burst(snapshot, self.cost, p.burst, queue, wakes, incoming(snapshot), warm, stays)
             if p.preempt_onprem:  # a launch the cap holds back may still be replaced by reserved GPUs
@@ -99,7 +100,8 @@ class BursterPolicy:
             actions = [replace(a, exclusive=True) if isinstance(a, Launch) else a for a in actions]
         plan = apply_guards(Plan(tuple(_dedupe(actions)), held_back=tuple(slots.held)), snapshot, p.guards)
         if slots.blocking:  # the launch the slots are kept for may stop being wanted as the clock runs
-            until = stays.get(slots.waiting.request_id) if slots.waiting is not None else None
+            stay = stays.get(slots.waiting.request_id) if slots.waiting is not None else None
+            until = stay() if stay is not None else None
             if until is None:
                 return plan
             wakes.append(until)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -147,9 +148,9 @@ def test_deferring_ignores_the_wait_cost_within_the_budget() -> None:
 
 
 def launch_and_stay(snap: Snapshot, cost: CostModel, params: BurstParams) -> tuple[Launch, datetime | None]:
-    stays: dict[str, datetime] = {}
+    stays: dict[str, Callable[[], datetime | None]] = {}
     (launch,) = burst(snap, cost, params, stays=stays)
-    return launch, stays.get(launch.request_id)
+    return launch, stays[launch.request_id]()
 
 
 def test_a_burst_for_a_job_with_no_deadline_says_until_when_it_stays_wanted() -> None:
