@@ -16,6 +16,7 @@ from burster.interfaces import Policy
 from burster.model import Demand, Market, Offering
 from burster.reconciler import Reconciler
 from burster.shared_data import shared_data_dir as shared_data_dir  # re-exported for callers of app
+from burster.state import MemoryState
 from burster.traces import Trace
 from policies.baselines import (
     ComputeWaitPolicy,
@@ -179,10 +180,11 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
                      prices: Path | None = None, spot_dir: Path | None = None,
                      providers: Sequence[str] = PROVIDERS, days: float | None = None,
                      start_day: float = 0.0, estimate_error: float = 0.0, estimate_bias: float = 1.0,
-                     estimate_team_spread: float = 0.0) -> Simulation:
+                     estimate_team_spread: float = 0.0, state: MemoryState | None = None) -> Simulation:
     """A simulated world and a reconciler over it; ``estimate_error``: lognormal sigma of the runtime
     estimates the controller sees (0: exact; ``burster.sim.estimates``), ``estimate_bias`` their factor,
-    ``estimate_team_spread`` the lognormal sigma of each team's own factor."""
+    ``estimate_team_spread`` the lognormal sigma of each team's own factor; ``state``: where the
+    controller keeps its state (default: in memory; ``burster.sqlstate.SqlState``: a database)."""
     from burster.sim.estimates import ratios_before, with_estimate_error
     from providers.sim.world import SimWorld
 
@@ -216,7 +218,7 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
                      history=history)
     world.pool.metrics.window_end = end
     reconciler = Reconciler(providers=world.clouds, pool=world.pool, policy=build_policy(policy, config, cost),
-                            clock=clock)
+                            clock=clock, state=state)
     drain_end = end + timedelta(days=7)  # let the last jobs finish
     return Simulation(world, reconciler, clock, drain_end, config.pool.nodes * config.pool.gpus_per_node,
                       source)

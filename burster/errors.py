@@ -71,5 +71,9 @@ class PartialLaunchError(ProviderError):
         self.cause = cause
 
 
+class StoreError(BursterError):
+    """The state store (``store.url``) cannot be opened, read or written."""
+
+
 class BudgetExceededError(BursterError):
     """A launch would break a hard dollar budget."""

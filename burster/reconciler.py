@@ -4,7 +4,8 @@
 - decide is the policy's pure function of the Snapshot (guards included).
 - actuate writes intents before calling out, uses the plan's request ids, and reports a failing
   action instead of stopping the pass; capacity errors block the offering for ``block_s``.
-- record charges the ledger for every node that ended and emits one decision event per action.
+- record keeps the state (``MemoryState.commit``: a SQL store writes the pass back) and emits one
+  decision event per action; the ledger is charged for every node as it ends.
 """
 
 from __future__ import annotations
@@ -246,6 +247,7 @@ class Reconciler:
 
     # --- record --------------------------------------------------------------------------------
     def record(self, report: PassReport) -> None:
+        self.state.commit()
         if self.on_event is None:
             return
         for line in self._decisions.lines(report.plan):

@@ -1,8 +1,10 @@
 """Controller state between passes: launch intents, node records, checkpoint tickets, the ledger.
 
-``MemoryState`` keeps it in memory (the simulator, tests). The reconciler writes a launch intent
-*before* calling the cloud, so a crash between the two is recovered on the next pass: nodes tagged
-with the intent's request id are adopted instead of launched again.
+``MemoryState`` keeps it in memory (the simulator, tests); ``burster.sqlstate.SqlState`` keeps the
+same in a SQL database (the controller), written back by ``commit`` at the end of each pass. The
+reconciler writes a launch intent *before* calling the cloud, so a crash between the two is
+recovered on the next pass: nodes tagged with the intent's request id are adopted instead of
+launched again.
 """
 
 from __future__ import annotations
@@ -115,6 +117,9 @@ class MemoryState:
 
     def has_live(self) -> bool:
         return bool(self._live)
+
+    def commit(self) -> None:
+        """Keep this pass's changes (the reconcile pass calls it last); memory keeps them already."""
 
     # --- money ---------------------------------------------------------------------------------
     def charge(self, entry: LedgerEntry) -> None:

@@ -1,0 +1,69 @@
+"""A controller restarted from its state store decides as one that never stopped.
+
+A busy day of the bundled trace (day 4: 188 cloud nodes) runs through the live reconcile path
+twice: once with the state in memory, once kept in SQLite or PostgreSQL, where the controller is
+thrown away three times while cloud nodes are live (a new reconciler, policy and store connection,
+as after a crash or a deploy) and rebuilt from the database alone. The clouds and the pool go on, as real ones would.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from burster.app import DEMO_TRACE, Simulation, build_simulation
+from burster.config import parse_config
+from burster.reconciler import PassReport, Reconciler
+from burster.sim.engine import run
+from burster.sim.summary import summarize
+from burster.sqlstate import SqlState
+from burster.state import MemoryState
+from burster.traces import load_trace
+
+TRACE = load_trace(DEMO_TRACE, "philly")
+CONFIG = parse_config({"pool": {"nodes": 18}})
+
+
+def _simulation(state: MemoryState | None = None) -> Simulation:
+    return build_simulation(CONFIG, TRACE, policy="burster", seed=0, days=1.0, start_day=4.0,
+                            state=state)
+
+
+def _kpis(sim: Simulation, ledger: list[Any]) -> dict[str, Any]:
+    world: Any = sim.world
+    out = summarize(metrics=world.pool.metrics, ledger=ledger, launches=sum(c.launches for c in world.clouds.values()),
+                    passes=0, policy="burster", trace=TRACE.name, pool_gpus=sim.pool_gpus, seed=0, wall_s=0.0)
+    return out
+
+
+def test_a_controller_restarted_from_the_store_decides_as_one_that_never_stopped(store_url: str) -> None:
+    reference = _simulation()
+    actions: list[str] = []
+    run(reference.world, reference.reconciler, reference.clock, tick_s=10.0, end=reference.end,
+        on_pass=lambda r: actions.extend(f"{r.now:%H:%M:%S} {line}" for line in r.plan.explain()))
+
+    sim = _simulation(SqlState.open(store_url))
+    restarted: list[str] = []
+
+    def on_pass(r: PassReport) -> None:
+        restarted.extend(f"{r.now:%H:%M:%S} {line}" for line in r.plan.explain())
+
+    rec = sim.reconciler
+    start = sim.clock.now()
+    seen_live = 0
+    for restart_at in (*(start + timedelta(hours=h, seconds=5) for h in (19, 25, 32)), sim.end):
+        run(sim.world, rec, sim.clock, tick_s=10.0, end=restart_at, on_pass=on_pass)
+        if restart_at == sim.end:
+            break
+        seen_live += len(rec.state.live())
+        assert isinstance(rec.state, SqlState)
+        rec.state.close()  # the controller goes away; a new one has only the database
+        rec = Reconciler(providers=rec.providers, pool=rec.pool, policy=_simulation().reconciler.policy,
+                         clock=sim.clock, state=SqlState.open(store_url))
+    assert seen_live >= 3  # the restarts found cloud nodes to take over, not an idle cluster
+
+    kept = SqlState.open(store_url)
+    assert restarted == actions
+    assert kept.ledger == reference.reconciler.state.ledger and len(kept.ledger) > 10
+    assert kept.spent_usd == reference.reconciler.state.spent_usd
+    assert _kpis(sim, kept.ledger) == _kpis(reference, reference.reconciler.state.ledger)

@@ -1,0 +1,204 @@
+"""The SQL state store on SQLite and PostgreSQL: what a controller keeps comes back whole after a
+restart, only at ``commit`` (but a launch intent at once), per cluster, through Alembic's schema."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+
+from burster.errors import ConfigError, StoreError
+from burster.lifecycle import NodeState
+from burster.model import CheckpointTicket, Market, Offering
+from burster.plan import Launch
+from burster.sqlstate import MIGRATIONS, SqlState, metadata
+from burster.state import LedgerEntry, MemoryState, NodeRecord
+
+T0 = datetime(2026, 3, 2, 9, 0, 0, 123456, tzinfo=UTC)
+SPOT = Offering("aws", "us-east-1", "us-east-1a", "p4d.24xlarge", "A100", 8, Market.SPOT, 9.8312)
+ON_DEMAND = Offering("gcp", "us-central1", "us-central1-a", "a2-highgpu-1g", "A100", 1, Market.ON_DEMAND, 3.6734)
+
+
+def _record(node_id: str, offering: Offering, **kw: object) -> NodeRecord:
+    base: dict[str, object] = {"node_id": node_id, "provider": offering.provider, "offering": offering,
+                               "request_id": f"req-{node_id}", "launched_at": T0, "state": NodeState.REQUESTED,
+                               "for_job": "job-1", "team": "vision", "project": "p", "sprint": "S-1",
+                               "reason": "burst: waited past its budget"}
+    return NodeRecord(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def _entry(node_id: str, team: str, usd: str) -> LedgerEntry:
+    return LedgerEntry(node_id, "aws", "spot", "p4d.24xlarge", "us-east-1", team, "p", "S-1", "burst",
+                       T0, T0 + timedelta(hours=1), 3600.0, Decimal(usd))
+
+
+def _fill(state: MemoryState) -> None:
+    """Every kind of state a pass writes."""
+    state.put_intent(Launch(SPOT, 2, "burst job-9", "req-9", job_id="job-9", team="nlp", est_hours=1.5))
+    state.add_node(_record("n-b", SPOT))
+    state.add_node(_record("n-a", ON_DEMAND, for_job=None, exclusive=True))
+    state.add_node(_record("n-c", SPOT))
+    state.add_node(_record("n-d", SPOT))
+    for step in (NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY):
+        state.move("n-b", step)
+        state.move("n-c", step)
+    state.update("n-b", idle_since=T0 + timedelta(minutes=5))
+    state.move("n-c", NodeState.TERMINATING)
+    state.move("n-c", NodeState.TERMINATED, ended_at=T0 + timedelta(hours=1))
+    state.move("n-d", NodeState.FAILED)  # n-a stays live, after n-b: launch order, not id order
+    state.charge(_entry("n-c", "vision", "9.831200"))
+    state.charge(_entry("n-x", "nlp", "123456789012.123456"))  # 18 digits: exact on both databases
+    state.tickets["n-b"] = CheckpointTicket("n-b", "job-1", T0 + timedelta(minutes=10), saved_s=12.5)
+    state.blocked[SPOT.key] = T0 + timedelta(minutes=10)
+    state.block_strikes[SPOT.key] = 2
+    state.block_strikes[ON_DEMAND.key] = 1  # counted, no longer blocked
+    state.blocked["azure/eastus-1/NC24/spot"] = T0  # blocked, strikes reset by a launch there
+    state.failed_requests["req-7"] = 3
+    state.launch_times = [T0, T0 + timedelta(seconds=1)]
+
+
+def _contents(state: MemoryState) -> dict[str, object]:
+    return {"nodes": state.nodes, "live": [r.node_id for r in state.live()],
+            "live_aws": [r.node_id for r in state.live_of("aws")], "intents": state.intents,
+            "tickets": state.tickets, "ledger": state.ledger, "blocked": state.blocked,
+            "strikes": state.block_strikes, "failed": state.failed_requests, "times": state.launch_times,
+            "spent": state.spent_usd, "by_team": state.spent_by_team,
+            "spent_requests": [r for r in ("req-n-a", "req-n-b", "req-n-c", "req-n-d") if state.request_spent(r)]}
+
+
+def test_a_restarted_controller_finds_everything_it_kept(store_url: str) -> None:
+    mem, sql = MemoryState(), SqlState.open(store_url)
+    assert sql.empty
+    _fill(mem)
+    _fill(sql)
+    sql.commit()
+    sql.close()
+    again = SqlState.open(store_url)
+    assert not again.empty
+    assert _contents(again) == _contents(mem)
+    assert [r.node_id for r in again.live()] == ["n-b", "n-a"]
+    assert again.live()[0].launched_at.tzinfo is UTC
+    assert again.ledger[1].usd == Decimal("123456789012.123456")
+
+
+def test_only_a_commit_keeps_a_pass_but_an_intent_is_kept_at_once(store_url: str) -> None:
+    """A controller that dies mid-pass has its intent (to adopt the nodes it launched), not the rest."""
+    sql = SqlState.open(store_url)
+    sql.put_intent(Launch(SPOT, 1, "burst job-1", "req-1", job_id="job-1", team="vision"))
+    sql.add_node(_record("n-1", SPOT))
+    sql.charge(_entry("n-0", "vision", "1.5"))
+    crashed = SqlState.open(store_url)
+    assert list(crashed.intents) == ["req-1"] and crashed.intents["req-1"].team == "vision"
+    assert crashed.nodes == {} and crashed.ledger == [] and crashed.spent_usd == 0.0
+
+
+def test_what_a_pass_removes_is_removed(store_url: str) -> None:
+    sql = SqlState.open(store_url)
+    _fill(sql)
+    sql.commit()
+    sql.clear_intent("req-9")
+    del sql.tickets["n-b"]
+    sql.tickets["n-z"] = CheckpointTicket("n-z", "job-2", T0, done=True, saved_s=3.0)
+    sql.blocked[SPOT.key] = T0 + timedelta(minutes=40)  # blocked again, longer
+    sql.block_strikes.pop(ON_DEMAND.key)
+    sql.failed_requests["req-7"] = 4
+    sql.launch_times = [T0 + timedelta(seconds=1)]
+    sql.move("n-b", NodeState.DRAINING)
+    sql.commit()
+    again = SqlState.open(store_url)
+    assert again.intents == {}
+    assert again.tickets == {"n-z": CheckpointTicket("n-z", "job-2", T0, done=True, saved_s=3.0)}
+    assert again.blocked[SPOT.key] == T0 + timedelta(minutes=40)
+    assert again.block_strikes == {SPOT.key: 2}
+    assert again.failed_requests == {"req-7": 4}
+    assert again.launch_times == [T0 + timedelta(seconds=1)]
+    assert again.nodes["n-b"].state is NodeState.DRAINING and again.nodes["n-b"].idle_since is not None
+
+
+def test_clusters_sharing_a_database_keep_apart(sqlite_url: str) -> None:
+    east, west = SqlState.open(sqlite_url, "east"), SqlState.open(sqlite_url, "west")
+    _fill(east)
+    east.commit()
+    west.add_node(_record("n-b", ON_DEMAND))  # the same node id in another cluster
+    west.commit()
+    assert SqlState.open(sqlite_url, "west").nodes["n-b"].offering == ON_DEMAND
+    assert SqlState.open(sqlite_url, "east").nodes["n-b"].offering == SPOT
+    assert SqlState.open(sqlite_url, "north").empty
+
+
+def test_the_migrations_build_the_schema_the_code_reads(store_url: str) -> None:
+    SqlState.open(store_url).close()
+    engine = sa.create_engine(store_url)
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+        version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+    engine.dispose()
+    assert diff == []
+    assert version == "0001"
+
+
+def test_the_alembic_command_migrates_a_store_by_its_url(sqlite_url: str) -> None:
+    """docs/state.md's command, as an operator runs it ahead of a deploy."""
+    ini = str(MIGRATIONS / "alembic.ini")
+    alembic = [sys.executable, "-m", "alembic", "-c", ini, "-x", f"url={sqlite_url}"]
+    subprocess.run([*alembic, "upgrade", "head"], check=True, capture_output=True, cwd="/")
+    current = subprocess.run([*alembic, "current"], check=True, capture_output=True, text=True, cwd="/")
+    assert "0001 (head)" in current.stdout
+    assert SqlState.open(sqlite_url).empty
+
+
+def test_a_failed_commit_is_written_whole_by_the_next(sqlite_url: str) -> None:
+    sql = SqlState.open(sqlite_url)
+    sql.add_node(_record("n-1", SPOT))
+    sql.charge(_entry("n-0", "vision", "2.25"))
+    engine = sa.create_engine(sqlite_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE burster_ledger RENAME TO ledger_away")
+    with pytest.raises(StoreError, match="could not write this pass"):
+        sql.commit()
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE ledger_away RENAME TO burster_ledger")
+    engine.dispose()
+    assert SqlState.open(sqlite_url).nodes == {}  # the node written before the ledger failed was rolled back
+    sql.commit()
+    again = SqlState.open(sqlite_url)
+    assert list(again.nodes) == ["n-1"] and [e.usd for e in again.ledger] == [Decimal("2.25")]
+
+
+def test_an_intent_the_store_cannot_keep_is_not_left_behind(sqlite_url: str) -> None:
+    sql = SqlState.open(sqlite_url)
+    engine = sa.create_engine(sqlite_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE burster_intents")
+    engine.dispose()
+    with pytest.raises(StoreError, match="could not keep the launch intent req-1, so it was not launched"):
+        sql.put_intent(Launch(SPOT, 1, "burst", "req-1"))
+    assert sql.intents == {}
+
+
+def test_a_url_that_is_not_a_database_says_what_to_write() -> None:
+    with pytest.raises(ConfigError, match=r"store\.url 'burster\.db' is not a database URL.*sqlite:///burster\.db"):
+        SqlState.open("burster.db")
+    with pytest.raises(ConfigError, match=r"store\.url 'nosuchdb://x'"):
+        SqlState.open("nosuchdb://x")
+
+
+def test_an_unreachable_database_is_named_without_its_password() -> None:
+    url = "postgresql+psycopg2://burster:hunter2@127.0.0.1:1/burster"
+    with pytest.raises(StoreError) as err:
+        SqlState.open(url)
+    assert "cannot be opened" in str(err.value) and "127.0.0.1" in str(err.value)
+    assert "hunter2" not in str(err.value)
+
+
+def test_a_naive_time_is_refused_not_shifted(sqlite_url: str) -> None:
+    sql = SqlState.open(sqlite_url)
+    sql.launch_times = [datetime(2026, 3, 2, 9)]
+    with pytest.raises(StoreError, match="naive datetime"):
+        sql.commit()
