@@ -54,6 +54,10 @@ def register(sub: Any) -> None:
     p.add_argument("--estimate-team-spread", type=finite_float, default=0.0, metavar="SIGMA",
                    help="each team's runtime estimates are off by a factor of its own, exp(N(0, SIGMA)), on top "
                         "of --estimate-bias (default 0: every team alike; 1: from about 0.4x to 2.7x)")
+    p.add_argument("--store", metavar="URL",
+                   help="keep the simulated controller's state and ledger in this database (an SQLAlchemy URL, "
+                        "e.g. sqlite:///sim.db), as the live controller keeps its own; it must hold no state for "
+                        "controller.cluster yet (default: in memory)")
     p.add_argument("--explain", action="store_true", help="print every decision with its reason")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.set_defaults(func=main)
@@ -90,10 +94,12 @@ def main(args: argparse.Namespace) -> int:
     providers = [p.strip() for p in args.providers.split(",") if p.strip()]
     if not providers:
         raise ConfigError("--providers needs at least one of aws, gcp, azure (comma-separated)")
+    state = _store(args.store, config.controller.cluster) if args.store else None
     sim = build_simulation(config, trace, policy=config.policy.name, seed=args.seed, prices=args.prices,
                            spot_dir=args.spot, providers=providers,
                            days=days, start_day=args.start_day, estimate_error=args.estimate_error,
-                           estimate_bias=args.estimate_bias, estimate_team_spread=args.estimate_team_spread)
+                           estimate_bias=args.estimate_bias, estimate_team_spread=args.estimate_team_spread,
+                           state=state)
     held = HeldBack()
     explain = _explainer() if args.explain else None
 
@@ -131,6 +137,20 @@ def main(args: argparse.Namespace) -> int:
               f"{held.count} job(s): the costs and waits above are a capped controller's; raise it with "
               "--max-nodes to see what the policy does without it", file=sys.stderr)
     return 0
+
+
+def _store(url: str, cluster: str) -> Any:
+    """A new cluster's state in the database at ``url``: a simulation starts from nothing, and what a
+    controller (or an earlier simulation) kept there would be taken for its own live nodes."""
+    from burster.redact import redact
+    from burster.sqlstate import SqlState
+
+    state = SqlState.open(url, cluster)
+    if not state.empty:
+        state.close()
+        raise ConfigError(f"--store {redact(url)!r} already holds state for cluster {cluster!r}: give a new "
+                          "database, or a new cluster name with --config ([controller] cluster = \"...\")")
+    return state
 
 
 def _explainer() -> Any:

@@ -1,0 +1,48 @@
+"""`burster simulate --store URL`: the simulated controller keeps its state and ledger in a database."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+import sqlalchemy as sa
+
+from burster.cli import main
+
+
+def test_a_simulation_keeps_its_ledger_in_the_store(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["simulate", "--demo", "--start-day", "4", "--days", "1", "--json"]
+    assert main(argv) == 0
+    in_memory = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--store", store_url]) == 0
+    stored = json.loads(capsys.readouterr().out)
+    engine = sa.create_engine(store_url)
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql("SELECT usd, market FROM burster_ledger WHERE cluster = 'default'").all()
+        live = conn.exec_driver_sql("SELECT count(*) FROM burster_nodes WHERE state NOT IN ('terminated', "
+                                    "'failed')").scalar()
+    engine.dispose()
+    assert {k: v for k, v in stored.items() if k != "wall_s"} == {k: v for k, v in in_memory.items() if k != "wall_s"}
+    assert len(rows) == stored["launches"] > 100 and live == 0
+    assert float(sum(Decimal(str(usd)) for usd, _ in rows)) == pytest.approx(stored["cloud_usd"], abs=0.01)
+    spot = sum(Decimal(str(usd)) for usd, market in rows if market == "spot")
+    assert float(spot) == pytest.approx(stored["cloud_usd_spot"], abs=0.01)
+
+
+def test_a_store_that_holds_state_already_is_refused(sqlite_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["simulate", "--demo", "--start-day", "4", "--days", "1", "--json", "--store", sqlite_url]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "already holds state for cluster 'default'" in err and "[controller] cluster" in err
+
+
+def test_a_bad_store_url_is_a_usage_error_without_its_password(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--demo", "--days", "0.25", "--store", "sim.db"]) == 2
+    assert "is not a database URL" in capsys.readouterr().err
+    assert main(["simulate", "--demo", "--days", "0.25", "--store",
+                 "postgresql+psycopg2://sim:s3cret-pw@127.0.0.1:1/sim"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be opened" in err and "s3cret-pw" not in err
