@@ -320,7 +320,7 @@ class SqlState(MemoryState):
                 self._live.pop(rec.node_id, None)
                 self._live_by_provider.get(rec.provider, {}).pop(rec.node_id, None)
         for r in conn.execute(select(ledger).where(ledger.c.cluster == mine).order_by(ledger.c.seq)).mappings():
-            MemoryState.charge(self, LedgerEntry(**{c: r[c] for c in _LEDGER_FIELDS}))
+            self.charge(LedgerEntry(**{c: r[c] for c in _LEDGER_FIELDS}))
         self._saved_ledger = len(self.ledger)
         for r in conn.execute(select(intents).where(intents.c.cluster == mine)).mappings():
             self.intents[r["request_id"]] = launch_from(json.loads(r["launch"]))

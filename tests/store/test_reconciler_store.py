@@ -1,0 +1,50 @@
+"""The reconcile pass over a SQL store: what it records is in the database when the pass ends, and
+a launch whose intent the store cannot keep is not made."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from burster.errors import StoreError
+from burster.reconciler import Reconciler
+from burster.sqlstate import SqlState
+from tests.test_reconciler import CHEAP, World
+
+
+def _on_store(w: World, url: str) -> SqlState:
+    state = SqlState.open(url)
+    w.rec = Reconciler(providers={"fake": w.cloud}, pool=w.pool, policy=w.rec.policy, clock=w.clock, state=state)
+    return state
+
+
+def test_a_pass_ends_with_its_launch_and_its_bill_in_the_store(store_url: str) -> None:
+    w = World()
+    _on_store(w, store_url)
+    w.job("a")  # takes the only reserved node
+    w.job("b")  # bursts
+    w.rec.run_once()
+    (node,) = w.cloud.list_nodes()
+    assert SqlState.open(store_url).nodes[node.node_id].for_job == "b"
+    w.clock.advance(600)
+    w.cloud.terminate([node.node_id], request_id="outside")  # removed outside the controller
+    w.rec.run_once()  # which finds it gone, bills it, and launches b again under a new request id
+    kept = SqlState.open(store_url)
+    assert [e.node_id for e in kept.ledger] == [node.node_id] and kept.ledger[0].usd > 0
+    assert kept.spent_usd == w.rec.state.spent_usd
+    assert [r.request_id for r in kept.live()] == [f"{node.request_id}-r1"]
+
+
+def test_a_launch_whose_intent_cannot_be_kept_is_not_made(sqlite_url: str) -> None:
+    w = World()
+    _on_store(w, sqlite_url)
+    engine = sa.create_engine(sqlite_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE burster_intents")
+    engine.dispose()
+    w.job("a")
+    w.job("b")
+    with pytest.raises(StoreError, match="so it was not launched"):
+        w.rec.run_once()
+    assert w.cloud.list_nodes() == [] and w.rec.state.intents == {}
+    assert CHEAP.key not in w.rec.state.blocked  # not taken for a cloud error
