@@ -180,11 +180,13 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
                      prices: Path | None = None, spot_dir: Path | None = None,
                      providers: Sequence[str] = PROVIDERS, days: float | None = None,
                      start_day: float = 0.0, estimate_error: float = 0.0, estimate_bias: float = 1.0,
-                     estimate_team_spread: float = 0.0, state: MemoryState | None = None) -> Simulation:
+                     estimate_team_spread: float = 0.0,
+                     state: Callable[[], MemoryState] | None = None) -> Simulation:
     """A simulated world and a reconciler over it; ``estimate_error``: lognormal sigma of the runtime
     estimates the controller sees (0: exact; ``burster.sim.estimates``), ``estimate_bias`` their factor,
-    ``estimate_team_spread`` the lognormal sigma of each team's own factor; ``state``: where the
-    controller keeps its state (default: in memory; ``burster.sqlstate.SqlState``: a database)."""
+    ``estimate_team_spread`` the lognormal sigma of each team's own factor; ``state``: opens where the
+    controller keeps its state, once every input is checked (default: in memory;
+    ``burster.sqlstate.SqlState.open``: a database)."""
     from burster.sim.estimates import ratios_before, with_estimate_error
     from providers.sim.world import SimWorld
 
@@ -218,7 +220,7 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
                      history=history)
     world.pool.metrics.window_end = end
     reconciler = Reconciler(providers=world.clouds, pool=world.pool, policy=build_policy(policy, config, cost),
-                            clock=clock, state=state)
+                            clock=clock, state=state() if state is not None else None)
     drain_end = end + timedelta(days=7)  # let the last jobs finish
     return Simulation(world, reconciler, clock, drain_end, config.pool.nodes * config.pool.gpus_per_node,
                       source)

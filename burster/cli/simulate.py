@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -94,7 +95,7 @@ def main(args: argparse.Namespace) -> int:
     providers = [p.strip() for p in args.providers.split(",") if p.strip()]
     if not providers:
         raise ConfigError("--providers needs at least one of aws, gcp, azure (comma-separated)")
-    state = _store(args.store, config.controller.cluster) if args.store else None
+    state = functools.partial(_store, args.store, config.controller.cluster) if args.store else None
     sim = build_simulation(config, trace, policy=config.policy.name, seed=args.seed, prices=args.prices,
                            spot_dir=args.spot, providers=providers,
                            days=days, start_day=args.start_day, estimate_error=args.estimate_error,

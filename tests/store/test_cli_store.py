@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -37,6 +38,14 @@ def test_a_store_that_holds_state_already_is_refused(sqlite_url: str, capsys: py
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "already holds state for cluster 'default'" in err and "[controller] cluster" in err
+
+
+def test_a_simulation_that_cannot_run_leaves_no_store_behind(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "sim.db"
+    assert main(["simulate", "--demo", "--start-day", "50", "--store", f"sqlite:///{db}"]) == 2
+    assert "no jobs submitted in day 50" in capsys.readouterr().err
+    assert not db.exists()
 
 
 def test_a_bad_store_url_is_a_usage_error_without_its_password(capsys: pytest.CaptureFixture[str]) -> None:

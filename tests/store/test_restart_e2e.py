@@ -8,6 +8,7 @@ as after a crash or a deploy) and rebuilt from the database alone. The clouds an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -24,7 +25,7 @@ TRACE = load_trace(DEMO_TRACE, "philly")
 CONFIG = parse_config({"pool": {"nodes": 18}})
 
 
-def _simulation(state: MemoryState | None = None) -> Simulation:
+def _simulation(state: Callable[[], MemoryState] | None = None) -> Simulation:
     return build_simulation(CONFIG, TRACE, policy="burster", seed=0, days=1.0, start_day=4.0,
                             state=state)
 
@@ -42,7 +43,7 @@ def test_a_controller_restarted_from_the_store_decides_as_one_that_never_stopped
     run(reference.world, reference.reconciler, reference.clock, tick_s=10.0, end=reference.end,
         on_pass=lambda r: actions.extend(f"{r.now:%H:%M:%S} {line}" for line in r.plan.explain()))
 
-    sim = _simulation(SqlState.open(store_url))
+    sim = _simulation(lambda: SqlState.open(store_url))
     restarted: list[str] = []
 
     def on_pass(r: PassReport) -> None:
