@@ -121,6 +121,20 @@ def test_what_a_pass_removes_is_removed(store_url: str) -> None:
     assert again.nodes["n-b"].state is NodeState.DRAINING and again.nodes["n-b"].idle_since is not None
 
 
+def test_free_form_names_of_any_length_and_script_are_kept(store_url: str) -> None:
+    """Teams, projects, sprints and job ids come from traces and Jira: PostgreSQL would refuse one
+    past a VARCHAR's length and fail every pass after it."""
+    team, sprint, job = "t" * 500, "Sprint ✓ 42 — GPU «week» 'β'", "job/" + "x" * 400
+    sql = SqlState.open(store_url)
+    sql.add_node(_record("n-1", SPOT, team=team, sprint=sprint, for_job=job, project='p"q'))
+    sql.tickets["n-1"] = CheckpointTicket("n-1", job, T0)
+    sql.charge(LedgerEntry("n-1", "aws", "spot", "p4d.24xlarge", "us-east-1", team, 'p"q', sprint, "r", T0, T0,
+                           60.0, Decimal("0.1")))
+    sql.commit()
+    again = SqlState.open(store_url)
+    assert again.nodes == sql.nodes and again.tickets == sql.tickets and again.ledger == sql.ledger
+
+
 def test_clusters_sharing_a_database_keep_apart(sqlite_url: str) -> None:
     east, west = SqlState.open(sqlite_url, "east"), SqlState.open(sqlite_url, "west")
     _fill(east)
