@@ -17,6 +17,8 @@ from burster.lifecycle import NodeState, transition
 from burster.model import CheckpointTicket, Offering
 from burster.plan import Launch
 
+ENDED = (NodeState.TERMINATED, NodeState.FAILED)
+
 
 @dataclass(frozen=True, slots=True)
 class NodeRecord:
@@ -81,11 +83,13 @@ class MemoryState:
         self.intents.pop(request_id, None)
 
     def add_node(self, rec: NodeRecord) -> None:
+        """Record a node (once); it is live unless its record says it has ended."""
         if rec.node_id not in self.nodes:
             self.nodes[rec.node_id] = rec
-            self._live[rec.node_id] = None
-            self._live_by_provider.setdefault(rec.provider, {})[rec.node_id] = None
             self._by_request.setdefault(rec.request_id, []).append(rec.node_id)
+            if rec.state not in ENDED:
+                self._live[rec.node_id] = None
+                self._live_by_provider.setdefault(rec.provider, {})[rec.node_id] = None
 
     def request_spent(self, request_id: str) -> bool:
         """True when nodes were launched under ``request_id`` and all of them have ended: the cloud
@@ -100,7 +104,7 @@ class MemoryState:
             transition(rec.state, state)
         rec = replace(rec, state=state, **changes)  # type: ignore[arg-type]
         self.nodes[node_id] = rec
-        if state in (NodeState.TERMINATED, NodeState.FAILED):
+        if state in ENDED:
             self._live.pop(node_id, None)
             self._live_by_provider.get(rec.provider, {}).pop(node_id, None)
         return rec

@@ -1,4 +1,4 @@
-"""Alembic environment of the state store: run by ``burster.sqlstate.upgrade`` on the connection it
+"""Alembic environment of the state store: run by ``burster.sqlschema.upgrade`` on the connection it
 hands over (``config.attributes["connection"]``), or by the ``alembic`` command on a URL
 (``alembic -x url=postgresql+psycopg2://... upgrade head`` from this folder's parent, with
 ``script_location`` set to it)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from burster.sqlstate import metadata
+from burster.sqlschema import metadata
 
 config = context.config
 connection = config.attributes.get("connection")

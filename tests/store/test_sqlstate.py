@@ -17,7 +17,8 @@ from burster.errors import ConfigError, StoreError
 from burster.lifecycle import NodeState
 from burster.model import CheckpointTicket, Market, Offering
 from burster.plan import Launch
-from burster.sqlstate import MIGRATIONS, SqlState, metadata
+from burster.sqlschema import MIGRATIONS, metadata
+from burster.sqlstate import SqlState
 from burster.state import LedgerEntry, MemoryState, NodeRecord
 
 T0 = datetime(2026, 3, 2, 9, 0, 0, 123456, tzinfo=UTC)
