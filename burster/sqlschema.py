@@ -136,7 +136,13 @@ launch_times = Table(
     Column("seq", Integer, primary_key=True, autoincrement=False),
     Column("at", UtcDateTime, nullable=False),
 )
-STATE_TABLES = (intents, nodes, tickets, ledger, blocks, failed_requests, launch_times)
+leases = Table(
+    "burster_leases", metadata,
+    Column("cluster", String(63), primary_key=True),
+    Column("holder", Text, nullable=False),  # host:pid:nonce of the controller writing the cluster's state
+    Column("expires_at", UtcDateTime, nullable=False),
+)
+STATE_TABLES = (intents, nodes, tickets, ledger, blocks, failed_requests, launch_times, leases)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 

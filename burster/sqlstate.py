@@ -12,6 +12,7 @@ are ``burster.sqlschema``'s, migrated by Alembic when the store is opened.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ from burster.lifecycle import NodeState
 from burster.model import CheckpointTicket
 from burster.plan import Launch
 from burster.redact import redact
+from burster.sqllease import LEASE_S, Lease, system_now
 from burster.sqlschema import (
     blocks,
     failed_requests,
@@ -43,20 +45,35 @@ from burster.state import LedgerEntry, MemoryState, NodeRecord
 class SqlState(MemoryState):
     """``MemoryState`` loaded from, and written back to, one cluster's rows of a SQL database."""
 
-    def __init__(self, engine: Engine, cluster: str) -> None:
+    def __init__(self, engine: Engine, cluster: str, lease: Lease | None) -> None:
+        """``lease``: write as the cluster's one controller (taken here); None: read only."""
         super().__init__()
         self.engine = engine
         self.cluster = cluster
+        self.lease = lease
         self._seq: dict[str, int] = {}  # node id -> launch order
         self._dirty: set[str] = set()  # node records changed since the last commit
         self._saved_ledger = 0  # entries already written
         self._saved: dict[str, Any] = {}  # the small tables as last written (set by _load)
-        with engine.connect() as conn:
+        with engine.begin() as conn:
+            if lease is not None:
+                lease.take(conn)
             self._load(conn)
 
     @classmethod
-    def open(cls, url: str, cluster: str = "default") -> SqlState:
-        """The state of ``cluster`` in the database at ``url`` (created and migrated as needed)."""
+    def open(cls, url: str, cluster: str = "default", *, lease_s: float = LEASE_S,
+             now: Callable[[], datetime] = system_now) -> SqlState:
+        """The state of ``cluster`` in the database at ``url`` (created and migrated as needed), to
+        be written by this controller alone (``burster.sqllease``; StoreError while another holds it)."""
+        return cls._open(url, cluster, Lease(cluster, lease_s, now))
+
+    @classmethod
+    def read(cls, url: str, cluster: str = "default") -> SqlState:
+        """The state of ``cluster`` as it is now, to read (reports, tests), not to run a controller on."""
+        return cls._open(url, cluster, None)
+
+    @classmethod
+    def _open(cls, url: str, cluster: str, lease: Lease | None) -> SqlState:
         try:
             engine = create_engine(url)
         except (SQLAlchemyError, ImportError) as err:
@@ -65,10 +82,13 @@ class SqlState(MemoryState):
                               "postgresql+psycopg2://user@host/db (pip install 'burster[postgres]')") from err
         try:
             upgrade(engine)
-            return cls(engine, cluster)
+            return cls(engine, cluster, lease)
         except SQLAlchemyError as err:
             engine.dispose()
             raise StoreError(f"state store {redact(url)!r} cannot be opened: {_why(err)}") from err
+        except StoreError as err:
+            engine.dispose()
+            raise StoreError(f"state store {redact(url)!r}: {err}") from err
 
     @property
     def empty(self) -> bool:
@@ -79,13 +99,18 @@ class SqlState(MemoryState):
     # --- writes the pass makes ---------------------------------------------------------------
     def put_intent(self, launch: Launch) -> None:
         """Kept at once, before the cloud is called (the crash-recovery contract)."""
+        lease = self._writable()
         super().put_intent(launch)
         try:
             with self.engine.begin() as conn:
+                lease.renew(conn)  # a controller that lost its cluster launches nothing
                 conn.execute(delete(intents).where(intents.c.cluster == self.cluster,
                                                    intents.c.request_id == launch.request_id))
                 conn.execute(insert(intents).values(cluster=self.cluster, request_id=launch.request_id,
                                                     launch=json.dumps(launch_json(launch))))
+        except StoreError:
+            self.intents.pop(launch.request_id, None)
+            raise
         except SQLAlchemyError as err:  # not launched: a launch the store cannot recover is not made
             self.intents.pop(launch.request_id, None)
             raise StoreError(f"state store {redact(str(self.engine.url))!r}: could not keep the launch intent "
@@ -128,10 +153,12 @@ class SqlState(MemoryState):
             if times:
                 steps.append((insert(launch_times), [{"cluster": self.cluster, "seq": k, "at": v}
                                                      for k, v in enumerate(times)]))
-        if not steps:
+        if not steps and (self.lease is None or not self.lease.due):
             return
+        lease = self._writable()
         try:
             with self.engine.begin() as conn:
+                lease.renew(conn)
                 for statement, rows in steps:
                     conn.execute(statement, rows)
         except SQLAlchemyError as err:
@@ -142,7 +169,23 @@ class SqlState(MemoryState):
         self._saved = saved
 
     def close(self) -> None:
-        self.engine.dispose()
+        """Give the cluster back (another controller may take it at once) and let go of the database."""
+        try:
+            if self.lease is not None and self.lease.renewed_at is not None:
+                with self.engine.begin() as conn:
+                    self.lease.give_back(conn)
+        except SQLAlchemyError as err:
+            raise StoreError(f"state store {redact(str(self.engine.url))!r}: could not give cluster "
+                             f"{self.cluster!r} back (it lapses by itself): {_why(err)}") from err
+        finally:
+            self.engine.dispose()
+
+    def _writable(self) -> Lease:
+        """This controller's lease on the cluster (StoreError for a store opened to read)."""
+        if self.lease is None:
+            raise StoreError(f"state store {redact(str(self.engine.url))!r}: cluster {self.cluster!r} was opened "
+                             "to read (SqlState.read); a controller opens it with SqlState.open")
+        return self.lease
 
     # --- internals ----------------------------------------------------------------------------
     def _blocks(self) -> dict[str, tuple[datetime | None, int | None]]:

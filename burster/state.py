@@ -125,6 +125,9 @@ class MemoryState:
     def commit(self) -> None:
         """Keep this pass's changes (the reconcile pass calls it last); memory keeps them already."""
 
+    def close(self) -> None:
+        """Let go of the store (a SQL store gives its cluster back); nothing to do in memory."""
+
     # --- money ---------------------------------------------------------------------------------
     def charge(self, entry: LedgerEntry) -> None:
         self.ledger.append(entry)

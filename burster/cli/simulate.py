@@ -109,8 +109,11 @@ def main(args: argparse.Namespace) -> int:
         if explain is not None:
             explain(report)
     started = time.perf_counter()
-    passes = _run_with_progress(sim, run, on_pass, quiet=args.json or args.explain,
-                                tick_s=config.controller.tick_s)
+    try:
+        passes = _run_with_progress(sim, run, on_pass, quiet=args.json or args.explain,
+                                    tick_s=config.controller.tick_s)
+    finally:
+        sim.reconciler.state.close()  # a --store gives its cluster back, even if interrupted
     wall = time.perf_counter() - started
     world: Any = sim.world
     result = summarize(metrics=world.pool.metrics, ledger=sim.reconciler.state.ledger,

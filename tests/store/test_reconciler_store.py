@@ -25,11 +25,11 @@ def test_a_pass_ends_with_its_launch_and_its_bill_in_the_store(store_url: str) -
     w.job("b")  # bursts
     w.rec.run_once()
     (node,) = w.cloud.list_nodes()
-    assert SqlState.open(store_url).nodes[node.node_id].for_job == "b"
+    assert SqlState.read(store_url).nodes[node.node_id].for_job == "b"
     w.clock.advance(600)
     w.cloud.terminate([node.node_id], request_id="outside")  # removed outside the controller
     w.rec.run_once()  # which finds it gone, bills it, and launches b again under a new request id
-    kept = SqlState.open(store_url)
+    kept = SqlState.read(store_url)
     assert [e.node_id for e in kept.ledger] == [node.node_id] and kept.ledger[0].usd > 0
     assert kept.spent_usd == w.rec.state.spent_usd
     assert [r.request_id for r in kept.live()] == [f"{node.request_id}-r1"]

@@ -63,7 +63,7 @@ def test_a_controller_restarted_from_the_store_decides_as_one_that_never_stopped
                          clock=sim.clock, state=SqlState.open(store_url))
     assert seen_live >= 3  # the restarts found cloud nodes to take over, not an idle cluster
 
-    kept = SqlState.open(store_url)
+    kept = SqlState.read(store_url)
     assert restarted == actions
     assert kept.ledger == reference.reconciler.state.ledger and len(kept.ledger) > 10
     assert kept.spent_usd == reference.reconciler.state.spent_usd

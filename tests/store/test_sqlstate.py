@@ -80,7 +80,7 @@ def test_a_restarted_controller_finds_everything_it_kept(store_url: str) -> None
     _fill(sql)
     sql.commit()
     sql.close()
-    again = SqlState.open(store_url)
+    again = SqlState.read(store_url)
     assert not again.empty
     assert _contents(again) == _contents(mem)
     assert [r.node_id for r in again.live()] == ["n-b", "n-a"]
@@ -94,7 +94,7 @@ def test_only_a_commit_keeps_a_pass_but_an_intent_is_kept_at_once(store_url: str
     sql.put_intent(Launch(SPOT, 1, "burst job-1", "req-1", job_id="job-1", team="vision"))
     sql.add_node(_record("n-1", SPOT))
     sql.charge(_entry("n-0", "vision", "1.5"))
-    crashed = SqlState.open(store_url)
+    crashed = SqlState.read(store_url)
     assert list(crashed.intents) == ["req-1"] and crashed.intents["req-1"].team == "vision"
     assert crashed.nodes == {} and crashed.ledger == [] and crashed.spent_usd == 0.0
 
@@ -112,7 +112,7 @@ def test_what_a_pass_removes_is_removed(store_url: str) -> None:
     sql.launch_times = [T0 + timedelta(seconds=1)]
     sql.move("n-b", NodeState.DRAINING)
     sql.commit()
-    again = SqlState.open(store_url)
+    again = SqlState.read(store_url)
     assert again.intents == {}
     assert again.tickets == {"n-z": CheckpointTicket("n-z", "job-2", T0, done=True, saved_s=3.0)}
     assert again.blocked[SPOT.key] == T0 + timedelta(minutes=40)
@@ -132,7 +132,7 @@ def test_free_form_names_of_any_length_and_script_are_kept(store_url: str) -> No
     sql.charge(LedgerEntry("n-1", "aws", "spot", "p4d.24xlarge", "us-east-1", team, 'p"q', sprint, "r", T0, T0,
                            60.0, Decimal("0.1")))
     sql.commit()
-    again = SqlState.open(store_url)
+    again = SqlState.read(store_url)
     assert again.nodes == sql.nodes and again.tickets == sql.tickets and again.ledger == sql.ledger
 
 
@@ -142,9 +142,9 @@ def test_clusters_sharing_a_database_keep_apart(sqlite_url: str) -> None:
     east.commit()
     west.add_node(_record("n-b", ON_DEMAND))  # the same node id in another cluster
     west.commit()
-    assert SqlState.open(sqlite_url, "west").nodes["n-b"].offering == ON_DEMAND
-    assert SqlState.open(sqlite_url, "east").nodes["n-b"].offering == SPOT
-    assert SqlState.open(sqlite_url, "north").empty
+    assert SqlState.read(sqlite_url, "west").nodes["n-b"].offering == ON_DEMAND
+    assert SqlState.read(sqlite_url, "east").nodes["n-b"].offering == SPOT
+    assert SqlState.read(sqlite_url, "north").empty
 
 
 def test_the_migrations_build_the_schema_the_code_reads(store_url: str) -> None:
@@ -155,7 +155,7 @@ def test_the_migrations_build_the_schema_the_code_reads(store_url: str) -> None:
         version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
     engine.dispose()
     assert diff == []
-    assert version == "0001"
+    assert version == "0002"
 
 
 def test_the_alembic_command_migrates_a_store_by_its_url(sqlite_url: str) -> None:
@@ -164,8 +164,8 @@ def test_the_alembic_command_migrates_a_store_by_its_url(sqlite_url: str) -> Non
     alembic = [sys.executable, "-m", "alembic", "-c", ini, "-x", f"url={sqlite_url}"]
     subprocess.run([*alembic, "upgrade", "head"], check=True, capture_output=True, cwd="/")
     current = subprocess.run([*alembic, "current"], check=True, capture_output=True, text=True, cwd="/")
-    assert "0001 (head)" in current.stdout
-    assert SqlState.open(sqlite_url).empty
+    assert "0002 (head)" in current.stdout
+    assert SqlState.read(sqlite_url).empty
 
 
 def test_a_failed_commit_is_written_whole_by_the_next(sqlite_url: str) -> None:
@@ -180,9 +180,9 @@ def test_a_failed_commit_is_written_whole_by_the_next(sqlite_url: str) -> None:
     with engine.begin() as conn:
         conn.exec_driver_sql("ALTER TABLE ledger_away RENAME TO burster_ledger")
     engine.dispose()
-    assert SqlState.open(sqlite_url).nodes == {}  # the node written before the ledger failed was rolled back
+    assert SqlState.read(sqlite_url).nodes == {}  # the node written before the ledger failed was rolled back
     sql.commit()
-    again = SqlState.open(sqlite_url)
+    again = SqlState.read(sqlite_url)
     assert list(again.nodes) == ["n-1"] and [e.usd for e in again.ledger] == [Decimal("2.25")]
 
 
