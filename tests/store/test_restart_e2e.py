@@ -2,8 +2,9 @@
 
 A busy day of the bundled trace (day 4: 188 cloud nodes) runs through the live reconcile path
 twice: once with the state in memory, once kept in SQLite or PostgreSQL, where the controller is
-thrown away three times while cloud nodes are live (a new reconciler, policy and store connection,
-as after a crash or a deploy) and rebuilt from the database alone. The clouds and the pool go on, as real ones would.
+thrown away four times while cloud nodes are live, twice with checkpoints in flight (a new
+reconciler, policy and store connection, as after a crash or a deploy) and rebuilt from the
+database alone. The clouds and the pool go on, as real ones would.
 """
 
 from __future__ import annotations
@@ -52,16 +53,21 @@ def test_a_controller_restarted_from_the_store_decides_as_one_that_never_stopped
     rec = sim.reconciler
     start = sim.clock.now()
     seen_live = 0
-    for restart_at in (*(start + timedelta(hours=h, seconds=5) for h in (19, 25, 32)), sim.end):
+    seen_tickets = 0
+    # just after passes that left checkpoints in flight (1 at 59,520 s, 9 at 72,900 s), and two more
+    restarts = [start + timedelta(seconds=s) for s in (59_521, 72_901, 25 * 3600 + 5, 32 * 3600 + 5)]
+    for restart_at in (*restarts, sim.end):
         run(sim.world, rec, sim.clock, tick_s=10.0, end=restart_at, on_pass=on_pass)
         if restart_at == sim.end:
             break
         seen_live += len(rec.state.live())
+        seen_tickets += len(rec.state.tickets)
         assert isinstance(rec.state, SqlState)
         rec.state.close()  # the controller goes away; a new one has only the database
         rec = Reconciler(providers=rec.providers, pool=rec.pool, policy=_simulation().reconciler.policy,
                          clock=sim.clock, state=SqlState.open(store_url))
-    assert seen_live >= 3  # the restarts found cloud nodes to take over, not an idle cluster
+    assert seen_live >= 4  # the restarts found cloud nodes to take over, not an idle cluster
+    assert seen_tickets >= 10  # and checkpoint handshakes to finish
 
     kept = SqlState.read(store_url)
     assert restarted == actions
