@@ -15,11 +15,16 @@ class Clock(Protocol):
     def sleep(self, seconds: float) -> None: ...
 
 
+def utc_now() -> datetime:
+    """The system clock's time, timezone-aware UTC (a default for the ``now`` callables of adapters)."""
+    return datetime.now(UTC)
+
+
 class SystemClock:
     """Wall-clock time, for the live controller."""
 
     def now(self) -> datetime:
-        return datetime.now(UTC)
+        return utc_now()
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)

@@ -10,23 +10,20 @@ import os
 import socket
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from burster.clock import utc_now
 from burster.errors import StoreError
 from burster.sqlschema import leases
 
 LEASE_S = 60.0  # a controller ticks every 10 s: six passes' grace before another may take over
 
 
-def system_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class Lease:
-    def __init__(self, cluster: str, lease_s: float = LEASE_S, now: Callable[[], datetime] = system_now) -> None:
+    def __init__(self, cluster: str, lease_s: float = LEASE_S, now: Callable[[], datetime] = utc_now) -> None:
         self.cluster = cluster
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.length = timedelta(seconds=lease_s)

@@ -19,12 +19,13 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Table, create_engine, delete, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from burster.clock import utc_now
 from burster.errors import ConfigError, StoreError
 from burster.lifecycle import NodeState
 from burster.model import CheckpointTicket
 from burster.plan import Launch
 from burster.redact import redact
-from burster.sqllease import LEASE_S, Lease, system_now
+from burster.sqllease import LEASE_S, Lease
 from burster.sqlschema import (
     blocks,
     failed_requests,
@@ -62,7 +63,7 @@ class SqlState(MemoryState):
 
     @classmethod
     def open(cls, url: str, cluster: str = "default", *, lease_s: float = LEASE_S,
-             now: Callable[[], datetime] = system_now) -> SqlState:
+             now: Callable[[], datetime] = utc_now) -> SqlState:
         """The state of ``cluster`` in the database at ``url`` (created and migrated as needed), to
         be written by this controller alone (``burster.sqllease``; StoreError while another holds it)."""
         return cls._open(url, cluster, Lease(cluster, lease_s, now))

@@ -13,10 +13,11 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from burster.cli import finite_float
+from burster.clock import utc_now
 from burster.errors import ConfigError, ProviderError, TransientError
 from burster.redact import redact
 
@@ -53,7 +54,7 @@ def register(sub: Any) -> None:
 
 def build_report(gpus: tuple[Any, ...], now: datetime | None = None) -> dict[str, Any]:
     """The JSON document the agent sends: host name, UTC time and one record per GPU."""
-    stamp = (now or datetime.now(UTC)).isoformat(timespec="seconds")
+    stamp = (now or utc_now()).isoformat(timespec="seconds")
     return {"host": socket.gethostname(), "time": stamp, "gpus": [asdict(g) for g in gpus]}
 
 

@@ -17,10 +17,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar
 
+from burster.clock import utc_now
 from burster.errors import CapacityError, NotFoundError, PartialLaunchError, ProviderError
 from burster.lifecycle import NodeState
 from burster.model import Interruption, Node, Offering, tagged_exclusive
@@ -56,7 +57,7 @@ class AzureProvider:
         ssh_public_key: str,
         image_reference: Mapping[str, str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
-        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        now: Callable[[], datetime] = utc_now,
         polling_interval_s: float = 5.0,
         launch_wait_s: float = 900.0,
         spot_max_price_usd: float = -1.0,

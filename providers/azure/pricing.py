@@ -21,6 +21,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from burster.clock import utc_now
 from burster.model import Market, Offering
 
 log = logging.getLogger("burster.providers.azure.pricing")
@@ -101,7 +102,7 @@ class PriceBook:
 
     def __init__(self, catalog: Sequence[Offering], *, location: str, url: str = PRICES_URL,
                  cafile: str | None = None, ttl_s: float = 3600.0, failure_backoff_s: float = 300.0,
-                 now: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 now: Callable[[], datetime] = utc_now,
                  fetch: Callable[..., list[dict[str, Any]]] = fetch_items) -> None:
         self._catalog = list(catalog)
         self._location = location

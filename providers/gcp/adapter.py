@@ -16,10 +16,11 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from burster.catalog import load_catalog
+from burster.clock import utc_now
 from burster.config import GcpConfig
 from burster.errors import (
     BursterError,
@@ -71,7 +72,7 @@ class GcpProvider:
         self._cluster = cluster
         self._user_data = user_data
         self._sleep = sleep
-        self._now = now or (lambda: datetime.now(UTC))
+        self._now = now or utc_now
         self._attempts, self._base_s, self._max_wait_calls = attempts, base_s, max_wait_calls
         self._catalog = list(catalog) if catalog is not None else load_catalog(providers=["gcp"])
         zones = sorted({o.zone for o in self._catalog})
