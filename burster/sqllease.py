@@ -23,6 +23,8 @@ LEASE_S = 60.0  # a controller ticks every 10 s: six passes' grace before anothe
 
 
 class Lease:
+    """This controller's claim on one cluster, named ``host:pid:nonce`` in the row."""
+
     def __init__(self, cluster: str, lease_s: float = LEASE_S, now: Callable[[], datetime] = utc_now) -> None:
         self.cluster = cluster
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
