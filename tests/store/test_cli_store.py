@@ -29,6 +29,20 @@ def test_a_simulation_keeps_its_ledger_in_the_store(store_url: str, capsys: pyte
     assert float(sum(Decimal(str(usd)) for usd, _ in rows)) == pytest.approx(stored["cloud_usd"], abs=0.01)
     spot = sum(Decimal(str(usd)) for usd, market in rows if market == "spot")
     assert float(spot) == pytest.approx(stored["cloud_usd_spot"], abs=0.01)
+    by_provider: dict[str, Decimal] = {}
+    for provider, _, usd, _ in _spend_query(store_url):  # docs/state.md's query, as a user runs it
+        by_provider[provider] = by_provider.get(provider, Decimal(0)) + Decimal(str(usd))
+    assert {p: round(float(usd), 2) for p, usd in by_provider.items()} == stored["cloud_usd_by_provider"]
+
+
+def _spend_query(url: str) -> list[tuple[str, str, object, float]]:
+    doc = (Path(__file__).parents[2] / "docs" / "state.md").read_text()
+    query = doc.split("```sql\n", 1)[1].split("```", 1)[0]
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        rows = [tuple(r) for r in conn.exec_driver_sql(query).all()]
+    engine.dispose()
+    return rows  # type: ignore[return-value]
 
 
 def test_a_store_that_holds_state_already_is_refused(sqlite_url: str, capsys: pytest.CaptureFixture[str]) -> None:
