@@ -89,6 +89,7 @@ nodes = Table(
     Column("idle_since", UtcDateTime),
     Column("ended_at", UtcDateTime),
     Column("exclusive", Boolean, nullable=False),
+    Column("live", Boolean, nullable=False),  # in the live index (a failed node never is again)
 )
 tickets = Table(
     "burster_checkpoint_tickets", metadata,

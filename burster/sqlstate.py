@@ -215,7 +215,7 @@ class SqlState(MemoryState):
             "provider": rec.provider, "request_id": rec.request_id, "offering": json.dumps(offering_json(rec.offering)),
             "launched_at": rec.launched_at, "state": rec.state.value, "for_job": rec.for_job, "team": rec.team,
             "project": rec.project, "sprint": rec.sprint, "reason": rec.reason, "idle_since": rec.idle_since,
-            "ended_at": rec.ended_at, "exclusive": rec.exclusive,
+            "ended_at": rec.ended_at, "exclusive": rec.exclusive, "live": self.is_live(rec.node_id),
         }
 
     def _load(self, conn: Connection) -> None:
@@ -226,7 +226,7 @@ class SqlState(MemoryState):
                 request_id=r["request_id"], launched_at=r["launched_at"], state=NodeState(r["state"]),
                 for_job=r["for_job"], team=r["team"], project=r["project"], sprint=r["sprint"],
                 reason=r["reason"], idle_since=r["idle_since"], ended_at=r["ended_at"], exclusive=r["exclusive"])
-            MemoryState.add_node(self, rec)  # as loaded: not a change to write back
+            self.restore(rec, live=r["live"])  # as loaded: not a change to write back
             self._seq[rec.node_id] = r["seq"]
         for r in conn.execute(select(ledger).where(ledger.c.cluster == mine).order_by(ledger.c.seq)).mappings():
             self.charge(LedgerEntry(**{c: r[c] for c in _LEDGER_FIELDS}))

@@ -17,8 +17,6 @@ from burster.lifecycle import NodeState, transition
 from burster.model import CheckpointTicket, Offering
 from burster.plan import Launch
 
-ENDED = (NodeState.TERMINATED, NodeState.FAILED)
-
 
 @dataclass(frozen=True, slots=True)
 class NodeRecord:
@@ -83,13 +81,21 @@ class MemoryState:
         self.intents.pop(request_id, None)
 
     def add_node(self, rec: NodeRecord) -> None:
-        """Record a node (once); it is live unless its record says it has ended."""
+        """Record a node launched or adopted (once); it is live until it ends."""
+        self.restore(rec, live=True)
+
+    def restore(self, rec: NodeRecord, *, live: bool) -> None:
+        """Put a record back as a store kept it (once), live or not as it was: a node that failed
+        stays out of the live index whatever its state after (failed -> terminating)."""
         if rec.node_id not in self.nodes:
             self.nodes[rec.node_id] = rec
             self._by_request.setdefault(rec.request_id, []).append(rec.node_id)
-            if rec.state not in ENDED:
+            if live:
                 self._live[rec.node_id] = None
                 self._live_by_provider.setdefault(rec.provider, {})[rec.node_id] = None
+
+    def is_live(self, node_id: str) -> bool:
+        return node_id in self._live
 
     def request_spent(self, request_id: str) -> bool:
         """True when nodes were launched under ``request_id`` and all of them have ended: the cloud
@@ -104,7 +110,7 @@ class MemoryState:
             transition(rec.state, state)
         rec = replace(rec, state=state, **changes)  # type: ignore[arg-type]
         self.nodes[node_id] = rec
-        if state in ENDED:
+        if state in (NodeState.TERMINATED, NodeState.FAILED):
             self._live.pop(node_id, None)
             self._live_by_provider.get(rec.provider, {}).pop(node_id, None)
         return rec

@@ -88,6 +88,20 @@ def test_a_restarted_controller_finds_everything_it_kept(store_url: str) -> None
     assert again.ledger[1].usd == Decimal("123456789012.123456")
 
 
+def test_a_node_that_failed_and_is_terminating_stays_out_of_the_live_index(store_url: str) -> None:
+    """Found by tests/store/test_sqlstate_properties.py: failed -> terminating is a legal move, and
+    memory keeps such a node out of the live index; a store that derived liveness from the state
+    brought it back live."""
+    sql = SqlState.open(store_url)
+    sql.add_node(_record("n-1", SPOT))
+    sql.move("n-1", NodeState.FAILED)
+    sql.move("n-1", NodeState.TERMINATING)
+    sql.commit()
+    again = SqlState.read(store_url)
+    assert again.nodes["n-1"].state is NodeState.TERMINATING
+    assert again.live() == [] and not again.has_live() and again.request_spent("req-n-1")
+
+
 def test_only_a_commit_keeps_a_pass_but_an_intent_is_kept_at_once(store_url: str) -> None:
     """A controller that dies mid-pass has its intent (to adopt the nodes it launched), not the rest."""
     sql = SqlState.open(store_url)

@@ -46,6 +46,7 @@ def upgrade() -> None:
         sa.Column("idle_since", sa.DateTime),
         sa.Column("ended_at", sa.DateTime),
         sa.Column("exclusive", sa.Boolean, nullable=False),
+        sa.Column("live", sa.Boolean, nullable=False),
     )
     op.create_table(
         "burster_checkpoint_tickets", _cluster(),
