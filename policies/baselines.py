@@ -26,7 +26,7 @@ from policies.burst import BurstParams, burst
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.estimates import believe_overruns
-from policies.guards import GuardParams, NodeRoom, apply_guards
+from policies.guards import GuardParams, NodeRoom, apply_guards, may_reshape
 from policies.offers import ON_DEMAND_ONLY, SPOT_ONLY
 from policies.quiet import FOREVER, with_quiet_until
 from policies.reclaim import ReclaimParams, idle_ttl
@@ -64,8 +64,9 @@ class BaselinePolicy:
         actions += room.keep(burst(snapshot, self.cost, self.burst_params, wakes=wakes))
         actions += idle_ttl(snapshot, self.reclaim_params)
         plan = apply_guards(Plan(tuple(actions), held_back=tuple(room.held)), snapshot, self.guards)
-        if room.blocking:
-            return plan  # the launch the slots are kept for may stop being wanted as the clock runs
+        if room.blocking or may_reshape((a for a, _ in room.held), snapshot, room.left):
+            return plan  # the launch the slots are kept for may stop being wanted, or a held one
+            # change its shape to fit, as the clock runs
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=self.reclaim_params.idle_ttl_s,
                                 guards=self.guards, reads_signals=self.burst_params.prewarm)
 

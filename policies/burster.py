@@ -15,7 +15,7 @@ from policies.cost import CostModel
 from policies.deadline import handle_interruptions, launched_for_running, switch_behind_schedule
 from policies.defrag import held_moves, hold_nodes
 from policies.estimates import believe_overruns, corrected, runtime_corrections
-from policies.guards import GuardParams, NodeRoom, apply_guards, enforce_budget, node_ends_s
+from policies.guards import GuardParams, NodeRoom, apply_guards, enforce_budget, may_reshape, node_ends_s
 from policies.preempt import incoming, may_turn_urgent, preempt_for_urgent
 from policies.queue import ReservedQueue
 from policies.quiet import with_quiet_until
@@ -107,6 +107,8 @@ class BursterPolicy:
             wakes.append(until)
         if p.preempt_onprem and may_turn_urgent((a for a, _ in slots.held), snapshot):
             return plan  # a reserved job's GPUs may come to replace it as the clock runs: no quiet time
+        if may_reshape((a for a, _ in slots.held), snapshot, slots.left):
+            return plan  # its offering, and so its node count, may change as its deadline nears
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=p.reclaim.idle_ttl_s, guards=p.guards,
                                 reads_signals=p.burst.prewarm, keep=kept_warm)
 

@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import TypeVar
 
 from burster.lifecycle import LIVE_STATES, PENDING_STATES, NodeState
-from burster.model import Market, Snapshot
+from burster.model import JobClass, Market, Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate, request_id
 
 A = TypeVar("A", bound=Action)
@@ -141,6 +141,18 @@ class NodeRoom:
     def keep(self, actions: Iterable[A]) -> list[A]:
         """``actions`` less the launches that do not fit (taken in turn; those are held back)."""
         return [a for a in actions if not isinstance(a, Launch) or self.take(a)]
+
+
+def may_reshape(held: Iterable[Launch], snapshot: Snapshot, left: int) -> bool:
+    """Whether a launch held back at the node cap may come to fit the ``left`` slots with no event:
+    one of several nodes for a job with a deadline to meet that fewer nodes could run. The burst
+    rule chooses such a job's offering by its deadline slack, which the clock runs down, and
+    another offering may need fewer nodes (a 16-GPU gang on 8-GPU nodes instead of 4-GPU ones)."""
+    if left < 1:
+        return False
+    fewest = {j.job_id: j.nodes for j in snapshot.pending
+              if j.deadline is not None and j.job_class is not JobClass.BEST_EFFORT}
+    return any(a.count > 1 and fewest.get(a.job_id or "", left + 1) <= left for a in held)
 
 
 def node_ends_s(snapshot: Snapshot, idle_ttl_s: float) -> list[float]:
