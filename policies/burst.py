@@ -237,7 +237,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
             elif wait_s == 0.0:
                 wakes += _stuck_wakes(job, waited_s, now, cost, params, offering, deferring, scale)
             elif deferring and (left_s := defer_left_s(job, waited_s, cost, params, scale)) >= 0:
-                wakes.append(now + timedelta(seconds=left_s, microseconds=1))  # just past it: the rule holds there
+                wakes.append(at_or_before(now, left_s))
         else:
             launches.append(launch)
             if stays is not None and offering is not None and job.job_id not in held:
@@ -363,9 +363,15 @@ def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, p
              spot_slack_s(job, now, cost, params, offering) - params.stuck_after_s,
              slack_s(job, now, cost) - params.stuck_after_s - params.deadline_margin_s
              if params.deadline_trigger else math.inf]
-    # each rule fires once strictly past its boundary: wake just after it, so the pass lands on the
-    # first tick where the rule holds (a wake exactly on the boundary would find it still false)
-    return [now + timedelta(seconds=s, microseconds=1) for s in ahead if 0 <= s < math.inf]
+    return [at_or_before(now, s) for s in ahead if 0 <= s < math.inf]
+
+
+def at_or_before(now: datetime, s: float) -> datetime:
+    """A wake for a rule that fires strictly past ``now + s``: that instant rounded down to the
+    microsecond, so the pass lands on the first tick where the rule holds, or one before it (then
+    it decides nothing and wakes again). ``timedelta(seconds=s)`` rounds to the nearest
+    microsecond, and a wake just past that could skip the tick where the rule first held."""
+    return now + timedelta(microseconds=math.floor(s * 1_000_000))
 
 
 def _launch(job: Demand, offering: Offering, cost: CostModel, reason: str) -> Launch:

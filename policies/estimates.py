@@ -281,8 +281,14 @@ def _chain(ordered: Sequence[float]) -> list[float]:
 
 
 def _just_after(ts: float) -> datetime | None:
-    """The instant just past ``ts`` (a job is past its end there, not at it); None for inf."""
-    return None if ts == math.inf else datetime.fromtimestamp(ts, UTC) + timedelta(microseconds=1)
+    """A wake for the instant a job is past ``ts``, its end (None for inf): ``ts`` rounded down to
+    the microsecond, so never after the first tick past it (``fromtimestamp`` rounds to the
+    nearest, which can land past it); a pass on a tick at ``ts`` itself decides nothing and wakes
+    again."""
+    return None if ts == math.inf else _EPOCH + timedelta(microseconds=math.floor(ts * 1_000_000))
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _quantile(ordered: Sequence[float], q: float) -> float:

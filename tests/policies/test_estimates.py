@@ -188,12 +188,11 @@ def test_a_job_past_its_estimate_is_believed_to_need_the_next_step_of_it() -> No
     assert fresh is snap.running[1]  # within its estimate
     # on the cloud alike: 60 min had of a 10 min estimate, 10 x 1.5^4 = 50.6 min is past, 10 x 1.5^5 = 75.9 is not
     assert cloud.job.est_runtime_s == 600.0 * OVERRUN_STEP ** 5
-    assert wake == NOW + timedelta(seconds=600.0 * OVERRUN_STEP ** 5 - 3_600.0, microseconds=1)  # the first end
-    assert believe_overruns(replace(snap, running=snap.running[:2]))[1] == NOW + timedelta(minutes=25,
-                                                                                            microseconds=1)
-    # a job within its estimate is left as it is; just past its end it would start to overrun: a wake
+    assert wake == NOW + timedelta(seconds=600.0 * OVERRUN_STEP ** 5 - 3_600.0)  # the first end
+    assert believe_overruns(replace(snap, running=snap.running[:2]))[1] == NOW + timedelta(minutes=25)
+    # a job within its estimate is left as it is; past its end it would start to overrun: a wake at the end
     within = replace(snap, running=snap.running[1:2])
-    assert believe_overruns(within) == (within, NOW + timedelta(minutes=59, microseconds=1))
+    assert believe_overruns(within) == (within, NOW + timedelta(minutes=59))
     assert believe_overruns(replace(snap, running=())) == (replace(snap, running=()), None)
     snap = replace(snap, running=snap.running[:1])  # the overrunning reserved job's steps, alone
     # at the step's end it is not past it yet; just after, it needs the next step
@@ -202,8 +201,7 @@ def test_a_job_past_its_estimate_is_believed_to_need_the_next_step_of_it() -> No
     assert believe_overruns(replace(snap, now=NOW + timedelta(minutes=20)))[0].running[0] is at_end.running[0]  # reused
     after, wake = believe_overruns(replace(snap, now=NOW + timedelta(minutes=25, seconds=10)))
     assert after.running[0].job.est_runtime_s == 3_600.0 * OVERRUN_STEP ** 3
-    assert wake == NOW - timedelta(minutes=100) + timedelta(seconds=3_600.0 * OVERRUN_STEP ** 3 - 600.0,
-                                                             microseconds=1)
+    assert wake == NOW - timedelta(minutes=100) + timedelta(seconds=3_600.0 * OVERRUN_STEP ** 3 - 600.0)
 
 
 @pytest.mark.parametrize("policy", [BursterPolicy(COST, BursterParams(correct_estimates=False)),
@@ -215,7 +213,7 @@ def test_a_policy_facing_an_overrunning_job_says_when_it_could_next_decide(polic
     snap = replace(snap, running=snap.running[:2], offerings=())  # nothing to launch: an empty plan
     plan = policy.decide(snap)
     assert not plan.actions
-    assert plan.quiet_until == NOW + timedelta(minutes=25, microseconds=1)
+    assert plan.quiet_until == NOW + timedelta(minutes=25)
 
 
 def _late_spot_job(ratios: tuple[float, ...] = ()) -> Snapshot:
