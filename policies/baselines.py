@@ -64,9 +64,10 @@ class BaselinePolicy:
         actions += room.keep(burst(snapshot, self.cost, self.burst_params, wakes=wakes))
         actions += idle_ttl(snapshot, self.reclaim_params)
         plan = apply_guards(Plan(tuple(actions), held_back=tuple(room.held)), snapshot, self.guards)
+        # as the clock runs, the launch the slots are kept for may stop being wanted, or a held one
+        # change its offering to one of fewer nodes that fit: no quiet time
         if room.blocking or may_reshape((a for a, _ in room.held), snapshot, room.left):
-            return plan  # the launch the slots are kept for may stop being wanted, or a held one
-            # change its shape to fit, as the clock runs
+            return plan
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=self.reclaim_params.idle_ttl_s,
                                 guards=self.guards, reads_signals=self.burst_params.prewarm)
 
