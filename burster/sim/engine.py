@@ -40,8 +40,10 @@ def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float
     t = start
     passes = 0
     step = timedelta(seconds=tick_s)
+    reached = start  # the last tick the world was advanced to
     while t <= end:
         world.advance_to(t)
+        reached = t
         report: PassReport | None = None
         if not (world.quiet and not reconciler.state.has_live()):
             report = reconciler.run_once()
@@ -51,7 +53,7 @@ def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float
         if on_progress is not None:
             on_progress(t)
         if world.finished and not reconciler.state.has_live():
-            break
+            return passes
         t_next = t + step
         wake = _wake(world, reconciler, report, t) if skip else None
         if wake is _NEVER:
@@ -62,6 +64,11 @@ def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float
             t_next = start + timedelta(seconds=ticks * tick_s)
         t = t_next
         clock.set(t)
+    # ticking through ends on the last tick by ``end``: bring the world there too (nothing happens
+    # on the way, or the loop would have woken), so the waits of jobs never started count as long
+    last = start + timedelta(seconds=math.floor((end - start).total_seconds() / tick_s) * tick_s)
+    if reached < last:
+        world.advance_to(last)
     return passes
 
 

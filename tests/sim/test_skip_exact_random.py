@@ -2,7 +2,8 @@
 node caps and wrong estimates mixed in ways the real windows rarely reach. Seeds 4 and 20 once
 found a held-back deadline gang that came to fit the cap as its offering changed with its slack
 (guards.may_reshape); seed 59 a wake rounded to the microsecond past the tick where a stuck job's
-deferral ended (burst.at_or_before)."""
+deferral ended (burst.at_or_before); seed 323 (reserved-only) a run that stopped skipping before
+the last tick, so jobs that never started counted shorter waits (sim.engine.run)."""
 
 from __future__ import annotations
 
@@ -71,3 +72,17 @@ def test_skipping_is_exact_on_random_traces(seed: int, tmp_path: Path) -> None:
     assert fast_decisions == slow_decisions
     assert fast == slow
     assert slow["launches"] > 0
+
+
+@pytest.mark.parametrize("nodes", [0, 1])
+def test_jobs_that_never_start_wait_as_long_when_skipping(nodes: int, tmp_path: Path) -> None:
+    """Nothing the reserved-only policy decides ever changes, so the skipping loop stops early or
+    jumps past the end; ticking through runs to the last tick by the end, and the waits of jobs
+    that never start count up to there: the skipping loop brings the world there too."""
+    path = _trace(random.Random(323), tmp_path / "trace.csv")
+    setting = {"nodes": nodes, "cap": 2, "sigma": 0.0, "policy": "reserved-only"}
+    fast, _ = _simulate(path, 323, setting, skip=True)
+    slow, _ = _simulate(path, 323, setting, skip=False)
+    assert fast.pop("passes") < slow.pop("passes")
+    assert fast["jobs_never_started"] > 0
+    assert fast == slow
