@@ -18,11 +18,12 @@ are busy, as the pool sees them, not free at every instant.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from burster.model import Snapshot
 from burster.plan import Action, Plan
-from policies.burst import BurstParams, burst
+from policies.burst import BurstParams, burst, wanted_until_all
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.estimates import believe_overruns
@@ -61,13 +62,16 @@ class BaselinePolicy:
         room = NodeRoom(snapshot, self.guards.max_nodes)
         actions: list[Action] = room.keep(self.own_actions(snapshot))
         actions += handle_interruptions(snapshot)
-        actions += room.keep(burst(snapshot, self.cost, self.burst_params, wakes=wakes))
+        stays: dict[str, Callable[[], datetime | None]] = {}
+        actions += room.keep(burst(snapshot, self.cost, self.burst_params, wakes=wakes, stays=stays))
         actions += idle_ttl(snapshot, self.reclaim_params)
         plan = apply_guards(Plan(tuple(actions), held_back=tuple(room.held)), snapshot, self.guards)
-        # as the clock runs, the launch the slots are kept for may stop being wanted, or a held one
-        # change its offering to one of fewer nodes that fit: no quiet time
-        if room.blocking or may_reshape((a for a, _ in room.held), snapshot, room.left):
+        # as the clock runs, a launch held back may stop being wanted, or change its offering to one
+        # of fewer nodes that fit: quiet only until the first could happen
+        until = wanted_until_all(room.held, stays)
+        if until is None or may_reshape((a for a, _ in room.held), snapshot, room.left):
             return plan
+        wakes += until
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=self.reclaim_params.idle_ttl_s,
                                 guards=self.guards, reads_signals=self.burst_params.prewarm)
 

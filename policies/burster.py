@@ -9,7 +9,7 @@ from functools import partial
 
 from burster.model import Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan
-from policies.burst import BurstParams, burst
+from policies.burst import BurstParams, burst, wanted_until_all
 from policies.consolidate import consolidate
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, launched_for_running, switch_behind_schedule
@@ -99,12 +99,10 @@ class BursterPolicy:
         if p.exclusive_nodes:
             actions = [replace(a, exclusive=True) if isinstance(a, Launch) else a for a in actions]
         plan = apply_guards(Plan(tuple(_dedupe(actions)), held_back=tuple(slots.held)), snapshot, p.guards)
-        if slots.blocking:  # the launch the slots are kept for may stop being wanted as the clock runs
-            stay = stays.get(slots.waiting.request_id) if slots.waiting is not None else None
-            until = stay() if stay is not None else None
-            if until is None:
-                return plan
-            wakes.append(until)
+        until = wanted_until_all(slots.held, stays)
+        if until is None:
+            return plan  # a launch held back may stop being wanted as the clock runs: see wanted_until_all
+        wakes += until
         if p.preempt_onprem and may_turn_urgent((a for a, _ in slots.held), snapshot):
             return plan  # a reserved job's GPUs may come to replace it as the clock runs: no quiet time
         if may_reshape((a for a, _ in slots.held), snapshot, slots.left):

@@ -148,8 +148,9 @@ def test_a_plan_whose_kept_slots_block_a_later_launch_is_quiet_only_while_the_fi
     """The launch the slots are kept for may stop being wanted with no event (its reserved GPUs come
     close enough to wait for), and the later one would then go: a quiet plan would skip that pass
     (seen: the demo's day 4 at a cap of 4 nodes, sigma 0.5, launched a burst ten minutes late).
-    Burster's burst rule says until when a job with no deadline stays wanted (``burst.wanted_until``):
-    quiet until then; a deadline job's launch, or the baseline's, keeps the plan deciding."""
+    The burst rule says until when a job with no deadline stays wanted (``burst.wanted_until``), for
+    Burster's policy and the baselines alike: quiet until then (for ever for a job no reserved GPUs
+    can run); a deadline job's launch keeps the plan deciding."""
     big = waiting("big", gpus=3)  # three 1-GPU nodes, then one
     hog = Demand("hog", 8, NOW - timedelta(hours=1), 3 * 3600, gpu_model="V100")  # the on-prem node frees in 2 h
     frees = (Placement(hog, ("onprem-0",), NOW - timedelta(hours=1), False, Market.RESERVED),)
@@ -162,7 +163,8 @@ def test_a_plan_whose_kept_slots_block_a_later_launch_is_quiet_only_while_the_fi
     for policy, jobs in ((burster, (strict, waiting("small"))), (GreedySpotPolicy(COST, GuardParams(max_nodes=4)),
                                                                  (big, waiting("small")))):
         blocked = policy.decide(no_reserved_room(jobs, live=2))
-        assert [a.job_id for a, _ in blocked.held_back] == ["big", "small"] and blocked.quiet_until is None
+        assert [a.job_id for a, _ in blocked.held_back] == ["big", "small"]
+        assert blocked.quiet_until == (None if policy is burster else datetime.max.replace(tzinfo=UTC))
         full = policy.decide(no_reserved_room(jobs, live=4))  # no slot left: nothing waits on "big" alone
         assert [a.job_id for a, _ in full.held_back] == ["big", "small"]
         assert (full.quiet_until is not None) == (policy is not burster)  # the strict job's may turn urgent
