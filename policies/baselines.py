@@ -23,11 +23,11 @@ from datetime import datetime
 
 from burster.model import Snapshot
 from burster.plan import Action, Plan
-from policies.burst import BurstParams, burst, wanted_until_all
+from policies.burst import BurstParams, burst
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.estimates import believe_overruns
-from policies.guards import GuardParams, NodeRoom, apply_guards, may_reshape
+from policies.guards import GuardParams, NodeRoom, apply_guards, may_reshape, wanted_until_all
 from policies.offers import ON_DEMAND_ONLY, SPOT_ONLY
 from policies.quiet import FOREVER, with_quiet_until
 from policies.reclaim import ReclaimParams, idle_ttl

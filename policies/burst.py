@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -192,7 +192,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     nothing else happening: a job the projection says starts now, but that the pool has not started
     (fragmentation, a FIFO head's reservation), still ages towards its wait budget and spot slack.
     ``stays`` (if given) receives, by request id, how to work out until when each launch stays
-    wanted with nothing else happening (``wanted_until``; asked only of a launch a plan waits on).
+    wanted with nothing else happening (``wanted_until``; asked of the launches the node cap holds back).
     """
     now = snapshot.now
     queue = queue or ReservedQueue(now, snapshot.pool_nodes, snapshot.running)
@@ -350,23 +350,6 @@ def wanted_until(job: Demand, wait_s: float, deferring: bool, now: datetime, cos
     elif params.cost_trigger and (usd_per_s := cost.wait_cost_usd(job, 3600.0, now) / 3600.0) > 0:
         ahead.append(wait_s - cost.job_cost_usd(job, offering) / usd_per_s)  # waiting's cost is linear
     return now + timedelta(seconds=max(min(s for s in ahead if s > 0) - 1.0, 0.0))
-
-
-
-def wanted_until_all(held: Iterable[tuple[Launch, str]],
-                     stays: Mapping[str, Callable[[], datetime | None]]) -> list[datetime] | None:
-    """Until when each launch held back at the node cap stays wanted (``wanted_until``), or None if
-    one may stop being wanted at an instant no rule names (a deadline job's, a switch's). One that
-    stops being wanted frees the slots it kept for a later launch, and its job joins the reserved
-    queue's projection ahead of later jobs, whose waits then grow: either changes the plan."""
-    out: list[datetime] = []
-    for launch, _ in held:
-        stay = stays.get(launch.request_id)
-        until = stay() if stay is not None else None
-        if until is None:
-            return None
-        out.append(until)
-    return out
 
 
 def _stuck_wakes(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,

@@ -9,13 +9,21 @@ from functools import partial
 
 from burster.model import Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan
-from policies.burst import BurstParams, burst, wanted_until_all
+from policies.burst import BurstParams, burst
 from policies.consolidate import consolidate
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, launched_for_running, switch_behind_schedule
 from policies.defrag import held_moves, hold_nodes
 from policies.estimates import believe_overruns, corrected, runtime_corrections
-from policies.guards import GuardParams, NodeRoom, apply_guards, enforce_budget, may_reshape, node_ends_s
+from policies.guards import (
+    GuardParams,
+    NodeRoom,
+    apply_guards,
+    enforce_budget,
+    may_reshape,
+    node_ends_s,
+    wanted_until_all,
+)
 from policies.preempt import incoming, may_turn_urgent, preempt_for_urgent
 from policies.queue import ReservedQueue
 from policies.quiet import with_quiet_until

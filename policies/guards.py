@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from burster.lifecycle import LIVE_STATES, PENDING_STATES, NodeState
@@ -68,8 +68,8 @@ class NodeRoom:
     later one while it waits: the slots left are kept for it (``waiting``), so a stream of single
     nodes cannot starve a gang, nor later bursts an earlier one (a launch larger than the cap itself
     keeps nothing). The guards check every launch again; room opens only when a node ends (an
-    event), so a held-back launch does not keep the simulator deciding every tick, unless it keeps
-    slots from a later launch (``blocking``)."""
+    event), so a held-back launch does not keep the simulator deciding every tick, except while it
+    may stop being wanted (``wanted_until_all``) or come to need fewer nodes (``may_reshape``)."""
 
     __slots__ = ("held", "left", "live", "max_nodes", "waiting")
 
@@ -84,15 +84,6 @@ class NodeRoom:
     def open(self) -> bool:
         """Whether a launch of one node would fit now."""
         return self.waiting is None and self.left > 0
-
-    @property
-    def blocking(self) -> bool:
-        """Whether a later launch that would fit waits only for the first one held back. That one
-        may stop being wanted as the clock runs, with no event (its job's reserved GPUs come close
-        enough to wait for), and the later launch then goes: such a plan is quiet only until that
-        could happen, where the policy knows when (Burster's: ``burst.wanted_until``)."""
-        return self.waiting is not None and any(
-            a is not self.waiting and a.count <= self.left for a, _ in self.held)
 
     def take(self, launch: Launch) -> bool:
         """Whether ``launch`` fits (its nodes are then taken); if not, it is held back."""
@@ -153,6 +144,23 @@ def may_reshape(held: Iterable[Launch], snapshot: Snapshot, left: int) -> bool:
     fewest = {j.job_id: j.nodes for j in snapshot.pending
               if j.deadline is not None and j.job_class is not JobClass.BEST_EFFORT}
     return any(a.count > 1 and fewest.get(a.job_id or "", left + 1) <= left for a in held)
+
+
+def wanted_until_all(held: Iterable[tuple[Launch, str]],
+                     stays: Mapping[str, Callable[[], datetime | None]]) -> list[datetime] | None:
+    """Until when each launch held back stays wanted (``burst.wanted_until``, as the burst rule
+    left them in ``stays``), or None if one may stop being wanted at an instant no rule names (a
+    deadline job's, a switch's). One that stops being wanted frees the slots it kept for a later
+    launch, and its job joins the reserved queue's projection ahead of later jobs, whose waits then
+    grow: either changes the plan."""
+    out: list[datetime] = []
+    for launch, _ in held:
+        stay = stays.get(launch.request_id)
+        until = stay() if stay is not None else None
+        if until is None:
+            return None
+        out.append(until)
+    return out
 
 
 def node_ends_s(snapshot: Snapshot, idle_ttl_s: float) -> list[float]:

@@ -4,7 +4,7 @@ found a held-back deadline gang that came to fit the cap as its offering changed
 (guards.may_reshape); seed 59 a wake rounded to the microsecond past the tick where a stuck job's
 deferral ended (burst.at_or_before); seed 323 (reserved-only) a run that stopped skipping before
 the last tick, so jobs that never started counted shorter waits (sim.engine.run); seed 501 a
-held-back burst that stopped being wanted and moved a later job (burst.wanted_until_all)."""
+held-back burst that stopped being wanted and moved a later job (guards.wanted_until_all)."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def test_a_held_back_burst_that_stops_being_wanted_moves_later_jobs_with_no_even
     """Found by random trace 501 (submission-ordered pool): a held-back burst that stopped being
     wanted (its wait fell within a boot) joined the reserved queue's projection and pushed job j7
     past its budget with no event; ticking through held a reserved node for it at 03:37:00, the
-    skipping run at 03:37:20, as the plan had been quiet (burst.wanted_until_all)."""
+    skipping run at 03:37:20, as the plan had been quiet (guards.wanted_until_all)."""
     path = _trace(random.Random(501), tmp_path / "trace.csv")
     setting = {"nodes": 2, "cap": 4, "sigma": 0.5, "policy": "burster", "order": "submission"}
     fast, fast_decisions = _simulate(path, 501, setting, skip=True)
