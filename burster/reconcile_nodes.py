@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from burster.billing import billing_rule
@@ -14,11 +14,18 @@ from burster.state import LedgerEntry, MemoryState, NodeRecord
 
 # The path a record takes to reach a state the cloud reports, through legal transitions only.
 _FORWARD = (NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY)
+_ENDED = (NodeState.TERMINATED, NodeState.FAILED)
+
+# A node younger than this that a listing leaves out is not taken for gone: clouds list new
+# instances late (EC2's eventual consistency), and ending the record would orphan a running node.
+LISTING_GRACE_S = 180.0
 
 
 class NodeBook:
-    def __init__(self, state: MemoryState) -> None:
+    def __init__(self, state: MemoryState, listing_grace_s: float = LISTING_GRACE_S) -> None:
         self.state = state
+        self.listing_grace_s = listing_grace_s
+        self.strays: dict[str, str] = {}  # node id -> provider: recorded as ended, listed alive
         self._running: Sequence[Placement] | None = None  # the last pool placements seen ...
         self._job_of: dict[str, str] = {}  # ... and the job on each of their cloud nodes
         self._views: dict[str, tuple[NodeRecord, str | None, Node]] = {}  # last snapshot's Node per id
@@ -61,8 +68,12 @@ class NodeBook:
 
     def sync(self, now: datetime, listed: Mapping[str, Sequence[Node]], degraded: set[str],
              charge: Callable[[str, datetime], None]) -> None:
-        """Merge provider listings: adopt unknown tagged nodes, follow states, end vanished ones."""
+        """Merge provider listings: adopt unknown tagged nodes, follow states, end vanished ones
+        (once older than ``listing_grace_s``), and note in ``strays`` nodes recorded as ended that
+        a listing shows alive."""
         records = self.state.nodes
+        self.strays = {}
+        grace = timedelta(seconds=self.listing_grace_s)
         for provider, nodes in listed.items():
             seen = set()
             for n in nodes:
@@ -71,19 +82,22 @@ class NodeBook:
                 if rec is None:
                     intent = self.state.intents.get(n.request_id)
                     self.adopt([n], intent, now)
-                elif n.state in (NodeState.TERMINATED, NodeState.FAILED):
+                elif n.state in _ENDED:
                     self.ended(n.node_id, n.ended_at or now, charge)
+                elif rec.state in _ENDED:
+                    if n.state in _FORWARD:
+                        self.strays[n.node_id] = provider
                 elif rec.state is not n.state:
                     self.follow(n.node_id, n.state)
             if provider in degraded:
                 continue
             for rec in self.state.live_of(provider):
-                if rec.node_id not in seen:
+                if rec.node_id not in seen and now - rec.launched_at >= grace:
                     self.ended(rec.node_id, now, charge)  # gone: preempted or removed outside us
 
     def ended(self, node_id: str, now: datetime, charge: Callable[[str, datetime], None]) -> None:
         rec = self.state.nodes.get(node_id)
-        if rec is None or rec.state in (NodeState.TERMINATED, NodeState.FAILED):
+        if rec is None or rec.state in _ENDED:
             return
         if rec.state is not NodeState.TERMINATING:
             self.state.move(node_id, NodeState.FAILED if rec.state is NodeState.REQUESTED

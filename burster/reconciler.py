@@ -1,6 +1,8 @@
 """One reconcile pass: observe -> decide -> actuate -> record. Used unchanged by the simulator.
 
 - observe never raises: a provider whose reads fail is marked degraded (nothing there is reclaimed).
+  A node a listing leaves out ends only once older than ``listing_grace_s`` (clouds list new
+  instances late); one recorded as ended that a listing shows alive is terminated again.
 - decide is the policy's pure function of the Snapshot (guards included).
 - actuate writes intents before calling out, uses the plan's request ids, and reports a failing
   action instead of stopping the pass; capacity errors block the offering for ``block_s``.
@@ -21,7 +23,7 @@ from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
 from burster.lifecycle import NodeState
 from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Placement, Signal, Snapshot, Spend
 from burster.plan import Checkpoint, DecisionLog, Drain, Hold, Launch, Plan, Preempt, Terminate
-from burster.reconcile_nodes import NodeBook
+from burster.reconcile_nodes import LISTING_GRACE_S, NodeBook
 from burster.state import MemoryState
 
 log = logging.getLogger("burster.reconcile")
@@ -54,6 +56,7 @@ class Reconciler:
         signals: Sequence[SignalSource] = (),
         block_s: float = 600.0,
         on_event: Callable[[str], None] | None = None,
+        listing_grace_s: float = LISTING_GRACE_S,
     ) -> None:
         self.providers = dict(sorted(providers.items()))
         self.pool = pool
@@ -64,7 +67,7 @@ class Reconciler:
         self.block_s = block_s
         self.on_event = on_event
         self._decisions = DecisionLog()  # decision events: a held-back launch once, not every pass
-        self.nodes = NodeBook(self.state)
+        self.nodes = NodeBook(self.state, listing_grace_s)
         self._offerings: dict[str, Sequence[Offering]] = {}
         self._parts: tuple[Sequence[Offering], ...] = ()
         self._combined: tuple[Offering, ...] = ()
@@ -157,6 +160,7 @@ class Reconciler:
 
     # --- actuate -------------------------------------------------------------------------------
     def actuate(self, plan: Plan, snapshot: Snapshot, report: PassReport) -> None:
+        self._terminate_strays(report)
         for action in plan.actions:
             try:
                 if isinstance(action, Launch):
@@ -175,6 +179,18 @@ class Reconciler:
                     self.pool.preempt(action.job_id, action.deadline)
             except ProviderError as err:
                 report.errors.append(f"{type(action).__name__.lower()} failed: {err}")
+                log.warning("action failed (will retry next pass): %s", err)
+
+    def _terminate_strays(self, report: PassReport) -> None:
+        """Terminate again any node recorded as ended that its cloud still lists alive (listed late,
+        or started outside us): same request id as the first terminate, so the call is idempotent."""
+        for node_id, provider in sorted(self.nodes.strays.items()):
+            log.warning("node %s is recorded as ended but %s lists it running: terminating it (its cost "
+                        "since it was recorded as ended is not in the ledger)", node_id, provider)
+            try:
+                self.providers[provider].terminate([node_id], request_id=f"term-{node_id}")
+            except ProviderError as err:
+                report.errors.append(f"terminate failed: {err}")
                 log.warning("action failed (will retry next pass): %s", err)
 
     def _launch(self, a: Launch, now: datetime) -> int:

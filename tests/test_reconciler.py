@@ -11,6 +11,7 @@ from burster.errors import CapacityError, TransientError
 from burster.lifecycle import NodeState
 from burster.model import Demand, Market, Offering
 from burster.plan import Launch, request_id
+from burster.reconcile_nodes import LISTING_GRACE_S
 from burster.reconciler import Reconciler
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
@@ -144,7 +145,7 @@ def test_a_job_whose_burst_node_ended_before_it_started_gets_a_new_launch() -> N
     (first,) = w.rec.run_once().plan.launches
     (node,) = w.cloud.list_nodes()
     w.cloud.terminate([node.node_id], request_id="gone")  # taken away before b started on it
-    w.clock.advance(10)
+    w.clock.advance(LISTING_GRACE_S)  # a node listed late is not taken for gone before this
     report = w.rec.run_once()  # sees the node gone, and b still waiting
     (again,) = report.plan.launches
     assert again.request_id == first.request_id  # the plan is the same ...
@@ -191,3 +192,47 @@ def test_decision_events_name_a_held_back_launch_once_while_it_waits() -> None:
     held = [e for e in events if " held back launch: " in e]
     assert len(held) == 1 and "job c" in held[0] and "max nodes 1 reached" in held[0]
     assert sum(" launch: " in e and "job b" in e for e in events) == 1
+
+
+def test_a_new_node_a_listing_leaves_out_is_kept_not_orphaned() -> None:
+    """EC2 may list a new instance late: the pass after the launch must not take it for gone (that
+    charged a few seconds and left the instance running, out of every later pass)."""
+    w = World()
+    w.job("a")
+    w.job("b")
+    w.rec.run_once()
+    (node,) = w.cloud.list_nodes()
+    w.cloud.list_late([node.node_id])
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    assert report.plan.launches == () and report.plan.terminates == ()  # no second node for b
+    assert w.rec.state.is_live(node.node_id) and w.rec.state.ledger == []
+    w.cloud.list_again()
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    assert w.rec.state.nodes[node.node_id].state is NodeState.READY
+    assert report.plan.launches == () and w.cloud.list_nodes() == [node]
+
+
+def test_a_node_listed_again_after_it_was_taken_for_gone_is_terminated(caplog: pytest.LogCaptureFixture) -> None:
+    w = World()
+    w.job("a")
+    w.job("b")  # the node's job, so it is not reclaimed as idle meanwhile
+    w.rec.run_once()
+    (node,) = w.cloud.list_nodes()
+    w.cloud.list_late([node.node_id])
+    w.clock.advance(LISTING_GRACE_S - 10)
+    w.rec.run_once()
+    assert w.rec.state.is_live(node.node_id)  # still within the grace
+    w.clock.advance(10)
+    w.rec.run_once()  # missing past the grace: ended and billed
+    assert w.rec.state.nodes[node.node_id].state is NodeState.TERMINATED
+    (entry,) = w.rec.state.ledger
+    assert entry.billed_s == LISTING_GRACE_S
+    w.cloud.list_again()
+    w.clock.advance(10)
+    with caplog.at_level("WARNING", logger="burster.reconcile"):
+        report = w.rec.run_once()  # the cloud lists it running after all: it goes
+    assert node.node_id not in {n.node_id for n in w.cloud.list_nodes()} and not report.errors
+    assert f"node {node.node_id} is recorded as ended but fake lists it running" in caplog.text
+    assert len(w.rec.state.ledger) == 1 and not w.rec.state.is_live(node.node_id)

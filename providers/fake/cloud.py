@@ -1,4 +1,5 @@
-"""An in-memory CloudProvider with fault injection: ``fail_next_launch``, ``throttle_next``, ``partial_next``."""
+"""An in-memory CloudProvider with fault injection: ``fail_next_launch``, ``throttle_next``, ``partial_next``,
+``fail_next_list``, ``list_late``."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ class FakeCloudProvider:
         self._partial: int | None = None
         self._interruptions: list[Interruption] = []
         self._fail_list: ProviderError | None = None
+        self._unlisted: set[str] = set()
         self.api_calls = 0
 
     # --- fault knobs ---------------------------------------------------------------------
@@ -51,6 +53,13 @@ class FakeCloudProvider:
 
     def fail_next_list(self, error: ProviderError) -> None:
         self._fail_list = error
+
+    def list_late(self, node_ids: Sequence[str]) -> None:
+        """Leave these nodes out of listings until ``list_again`` (EC2 lists new instances late)."""
+        self._unlisted.update(node_ids)
+
+    def list_again(self) -> None:
+        self._unlisted.clear()
 
     def interrupt(self, node_id: str, kind: str = "spot-interruption", notice_s: float = 120) -> None:
         now = self._now()
@@ -69,7 +78,8 @@ class FakeCloudProvider:
         if self._fail_list is not None:
             err, self._fail_list = self._fail_list, None
             raise err
-        return [n for n in self._nodes.values() if n.state is not NodeState.TERMINATED]
+        return [n for n in self._nodes.values()
+                if n.state is not NodeState.TERMINATED and n.node_id not in self._unlisted]
 
     def launch(
         self, offering: Offering, count: int, *, request_id: str,
