@@ -17,8 +17,10 @@ _FORWARD = (NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeSta
 _ENDED = (NodeState.TERMINATED, NodeState.FAILED)
 
 # A node younger than this that a listing leaves out is not taken for gone: clouds list new
-# instances late (EC2's eventual consistency), and ending the record would orphan a running node.
-LISTING_GRACE_S = 180.0
+# instances late, and ending the record would orphan a running node. EC2's guide to its eventual
+# consistency says to retry a Describe with backoff "up to about five minutes"
+# (https://docs.aws.amazon.com/ec2/latest/devguide/eventual-consistency.html).
+LISTING_GRACE_S = 300.0
 
 
 class NodeBook:
