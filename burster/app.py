@@ -220,7 +220,8 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
                      history=history)
     world.pool.metrics.window_end = end
     reconciler = Reconciler(providers=world.clouds, pool=world.pool, policy=build_policy(policy, config, cost),
-                            clock=clock, state=state() if state is not None else None)
+                            clock=clock, state=state() if state is not None else None,
+                            budget_period=config.budget.period)
     drain_end = end + timedelta(days=7)  # let the last jobs finish
     return Simulation(world, reconciler, clock, drain_end, config.pool.nodes * config.pool.gpus_per_node,
                       source)

@@ -82,6 +82,7 @@ class BudgetConfig(_Section):
     total_usd: float | None = Field(default=None, ge=0)
     team_usd: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
     soft_fraction: float = Field(default=0.8, gt=0, le=1)
+    period: Literal["month", "week", "day", "all"] = "month"
 
 
 class GuardConfig(_Section):

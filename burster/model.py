@@ -245,11 +245,13 @@ class Interruption:
 
 @dataclass(frozen=True, slots=True)
 class Spend:
-    """Money spent so far in the budget period (billed, including running nodes), in USD."""
+    """Money spent so far in the budget period (billed, including running nodes), in USD.
+    ``period``: what the budgets count, ``month``, ``week``, ``day`` (UTC) or ``all``."""
 
     total_usd: float = 0.0
     by_team_usd: tuple[tuple[str, float], ...] = ()
     launches_last_minute: int = 0
+    period: str = "all"
 
     def team_usd(self, team: str) -> float:
         for name, usd in self.by_team_usd:

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from burster.billing import billing_rule
+from burster.budget_period import share_since
 from burster.lifecycle import TRANSITIONS, NodeState
 from burster.model import Node, Placement
 from burster.plan import Launch
@@ -139,12 +140,14 @@ class NodeBook:
         out.sort(key=_node_id)
         return tuple(out)
 
-    def accrued_usd_all(self, now: datetime) -> list[tuple[str, float]]:
-        """(team, USD billed so far) of every live node, in launch order."""
+    def accrued_usd_all(self, now: datetime, since: datetime | None = None) -> list[tuple[str, float]]:
+        """(team, USD billed so far) of every live node, in launch order; with ``since``, only the
+        share of it that fell at or after ``since`` (pro rata by time)."""
         out = []
         for rec in self.state.live():
             billed_s = billing_rule(rec.provider).billed_s((now - rec.launched_at).total_seconds())
-            out.append((rec.team, rec.offering.price_per_hour_usd * billed_s / 3600.0))
+            usd = rec.offering.price_per_hour_usd * billed_s / 3600.0
+            out.append((rec.team, share_since(usd, rec.launched_at, now, since)))
         return out
 
     def ledger_entry(self, node_id: str, end: datetime) -> LedgerEntry:

@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from burster.budget_period import PERIODS, period_start
 from burster.clock import Clock
-from burster.errors import CapacityError, PartialLaunchError, ProviderError, QuotaError
+from burster.errors import CapacityError, ConfigError, PartialLaunchError, ProviderError, QuotaError
 from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
 from burster.lifecycle import NodeState
 from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Placement, Signal, Snapshot, Spend
@@ -57,6 +58,7 @@ class Reconciler:
         block_s: float = 600.0,
         on_event: Callable[[str], None] | None = None,
         listing_grace_s: float = LISTING_GRACE_S,
+        budget_period: str = "month",
     ) -> None:
         self.providers = dict(sorted(providers.items()))
         self.pool = pool
@@ -66,6 +68,9 @@ class Reconciler:
         self.signal_sources = tuple(signals)
         self.block_s = block_s
         self.on_event = on_event
+        if budget_period not in PERIODS:
+            raise ConfigError(f"unknown budget period {budget_period!r}: use one of {', '.join(PERIODS)}")
+        self.budget_period = budget_period
         self._decisions = DecisionLog()  # decision events: a held-back launch once, not every pass
         self.nodes = NodeBook(self.state, listing_grace_s)
         self._offerings: dict[str, Sequence[Offering]] = {}
@@ -140,14 +145,15 @@ class Reconciler:
 
     def _spend(self, now: datetime) -> Spend:
         st = self.state
-        by_team = dict(st.spent_by_team)
-        total = st.spent_usd
-        for team, usd in self.nodes.accrued_usd_all(now):
+        since = period_start(self.budget_period, now)
+        total, spent_by_team = st.spent_since(since)
+        by_team = dict(spent_by_team)
+        for team, usd in self.nodes.accrued_usd_all(now, since):
             total += usd
             by_team[team] = by_team.get(team, 0.0) + usd
         minute_ago = now - timedelta(seconds=60)
         st.launch_times = [t for t in st.launch_times if t > minute_ago]
-        return Spend(total, tuple(sorted(by_team.items())), len(st.launch_times))
+        return Spend(total, tuple(sorted(by_team.items())), len(st.launch_times), self.budget_period)
 
     def _poll_checkpoints(self, now: datetime) -> None:
         for node_id in sorted(self.state.tickets):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 
+from burster.budget_period import share_since
 from burster.lifecycle import NodeState, transition
 from burster.model import CheckpointTicket, Offering
 from burster.plan import Launch
@@ -72,6 +73,9 @@ class MemoryState:
     _live: dict[str, None] = field(default_factory=dict)  # ids of live nodes, in launch order
     _live_by_provider: dict[str, dict[str, None]] = field(default_factory=dict)  # the same, per provider
     _by_request: dict[str, list[str]] = field(default_factory=dict)  # launch request id -> node ids
+    _since: datetime | None = None  # start of the budget period the two sums below count
+    _since_usd: float = 0.0
+    _since_by_team: dict[str, float] = field(default_factory=dict)
 
     # --- intents & nodes -----------------------------------------------------------------------
     def put_intent(self, launch: Launch) -> None:
@@ -140,3 +144,22 @@ class MemoryState:
         usd = float(entry.usd)
         self.spent_usd += usd
         self.spent_by_team[entry.team] = self.spent_by_team.get(entry.team, 0.0) + usd
+        if self._since is not None:
+            self._add_since(entry)
+
+    def spent_since(self, since: datetime | None) -> tuple[float, dict[str, float]]:
+        """Ledger dollars (total, by team) that fell at or after ``since`` (None: all of them),
+        a node across ``since`` pro rata by time. Summed again only when ``since`` moves."""
+        if since is None:
+            return self.spent_usd, self.spent_by_team
+        if since != self._since:
+            self._since, self._since_usd, self._since_by_team = since, 0.0, {}
+            for entry in self.ledger:
+                self._add_since(entry)
+        return self._since_usd, self._since_by_team
+
+    def _add_since(self, entry: LedgerEntry) -> None:
+        usd = share_since(float(entry.usd), entry.start, entry.end, self._since)
+        if usd:
+            self._since_usd += usd
+            self._since_by_team[entry.team] = self._since_by_team.get(entry.team, 0.0) + usd

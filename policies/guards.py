@@ -200,10 +200,11 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams) -> Plan:
     total, by_team = committed_usd(snapshot, params.idle_ttl_s) if budgeted else (0.0, {})
     live = live_nodes(snapshot)
     launched = snapshot.spend.launches_last_minute
+    per = _per(snapshot.spend.period)
     for a in plan.actions:
         why = _refuse_node_action(a, nodes, protected)
         if why is None and isinstance(a, Launch):
-            why = _refuse_launch(a, params, total, by_team, live, launched)
+            why = _refuse_launch(a, params, total, by_team, live, launched, per)
             if why is None:
                 usd = launch_usd(a)
                 total += usd
@@ -213,7 +214,7 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams) -> Plan:
         elif why is None and isinstance(a, Hold) and a.node_id in nodes:  # an idle cloud node runs a job
             offering = nodes[a.node_id].offering
             usd = offering.price_per_hour_usd * a.est_hours
-            why = _refuse_spend(usd, offering.market, a.team, params, total, by_team)
+            why = _refuse_spend(usd, offering.market, a.team, params, total, by_team, per)
             if why is None:
                 total += usd
                 by_team[a.team] = by_team.get(a.team, 0.0) + usd
@@ -239,18 +240,23 @@ def _refuse_node_action(a: Action, nodes: Mapping[str, object], protected: froze
     return None
 
 
+def _per(period: str) -> str:
+    """How a budget's amount reads for its period: ``/month``, or nothing for ``all``."""
+    return "" if period == "all" else f"/{period}"
+
+
 def _refuse_launch(a: Launch, p: GuardParams, total: float, by_team: Mapping[str, float], live: int,
-                   launched: int) -> str | None:
+                   launched: int, per: str) -> str | None:
     usd = launch_usd(a)
     if live + a.count > p.max_nodes:
         return f"max nodes {p.max_nodes} reached ({live} live, {a.count} asked)"
     if launched + a.count > p.max_launches_per_minute:
         return f"launch rate limit {p.max_launches_per_minute}/min reached"
-    return _refuse_spend(usd, a.offering.market, a.team, p, total, by_team)
+    return _refuse_spend(usd, a.offering.market, a.team, p, total, by_team, per)
 
 
 def _refuse_spend(usd: float, market: Market, team: str, p: GuardParams, total: float,
-                  by_team: Mapping[str, float]) -> str | None:
+                  by_team: Mapping[str, float], per: str) -> str | None:
     """Why ``usd`` more spend (a launch, or an idle node given a job) would break a budget, or None."""
     checks = [("global", p.total_budget_usd, total)]
     if team in p.team_budget_usd:
@@ -259,10 +265,10 @@ def _refuse_spend(usd: float, market: Market, team: str, p: GuardParams, total: 
         if budget is None:
             continue
         if committed + usd > budget:
-            return (f"{name} budget ${budget:,.2f} would be exceeded: ${committed:,.2f} committed "
+            return (f"{name} budget ${budget:,.2f}{per} would be exceeded: ${committed:,.2f} committed "
                     f"+ ${usd:,.2f} for this burst")
         if market is Market.ON_DEMAND and committed + usd > p.soft_fraction * budget:
-            return (f"{name} budget past its soft threshold ({p.soft_fraction:.0%} of ${budget:,.2f}): "
+            return (f"{name} budget past its soft threshold ({p.soft_fraction:.0%} of ${budget:,.2f}{per}): "
                     "bursts restricted to spot")
     return None
 
@@ -287,7 +293,7 @@ def enforce_budget(snapshot: Snapshot, params: GuardParams, tick_s: float) -> li
             break
         if n.node_id in params.protected_node_ids or n.protected or n.state in _LEAVING:
             continue
-        reason = f"hard budget ${params.total_budget_usd:,.2f} reached: stop {n.node_id}"
+        reason = f"hard budget ${params.total_budget_usd:,.2f}{_per(snapshot.spend.period)} reached: stop {n.node_id}"
         if n.busy and n.job_id:
             out.append(Checkpoint(n.node_id, n.job_id, snapshot.now + timedelta(seconds=params.stop_grace_s),
                                   reason))

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from burster.app import build_policy, cost_model
+from burster.app import DEMO_TRACE, build_policy, build_simulation, cost_model
 from burster.config import BursterConfig, load_config, parse_config
 from burster.errors import ConfigError
 from burster.model import Requeue
+from burster.traces import load_trace
 from policies.burster import BursterPolicy
 
 
@@ -129,3 +130,13 @@ def test_boot_spread_reaches_the_cost_model_and_is_range_checked() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config({"cost": {"launch_latency_sigma": 3}})
     assert "cost.launch_latency_sigma" in str(info.value) and "less than or equal to 2" in str(info.value)
+
+
+def test_the_budget_period_is_monthly_by_default_reaches_the_reconciler_and_lists_the_valid_ones() -> None:
+    assert parse_config({}).budget.period == "month"
+    trace = load_trace(DEMO_TRACE, "philly")
+    sim = build_simulation(parse_config({"budget": {"period": "week"}}), trace, policy="burster", seed=0, days=0.1)
+    assert sim.reconciler.budget_period == "week"
+    with pytest.raises(ConfigError) as info:
+        parse_config({"budget": {"period": "year"}})
+    assert "budget.period" in str(info.value) and "'month', 'week', 'day' or 'all'" in str(info.value)

@@ -3,12 +3,16 @@ a launch whose intent the store cannot keep is not made."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 import sqlalchemy as sa
 
 from burster.errors import StoreError
 from burster.reconciler import Reconciler
 from burster.sqlstate import SqlState
+from tests.test_budget_period import FEB_1, JAN_31_22H, ledger_entry
+from tests.test_budget_period import World as BudgetWorld
 from tests.test_reconciler import CHEAP, World
 
 
@@ -48,3 +52,20 @@ def test_a_launch_whose_intent_cannot_be_kept_is_not_made(sqlite_url: str) -> No
         w.rec.run_once()
     assert w.cloud.list_nodes() == [] and w.rec.state.intents == {}
     assert CHEAP.key not in w.rec.state.blocked  # not taken for a cloud error
+
+
+def test_a_controller_restarted_in_a_new_month_counts_only_its_spend(store_url: str) -> None:
+    """The store keeps every ledger entry; the monthly budget counts February's alone."""
+    first = SqlState.open(store_url)
+    first.charge(ledger_entry("", "95", JAN_31_22H - timedelta(days=3), 9.5))
+    first.commit()
+    first.close()
+    for start, bursts in ((JAN_31_22H, False), (FEB_1 + timedelta(seconds=10), True)):
+        state = SqlState.open(store_url)
+        w = BudgetWorld(start, "month", state)
+        w.job("a")
+        w.job("b")
+        report = w.rec.run_once()
+        assert bool(report.plan.launches) is bursts and bool(report.plan.refused) is not bursts
+        assert state.spent_usd == 95.0
+        state.close()
