@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from burster.budget_period import share_since
 from burster.lifecycle import TRANSITIONS, NodeState
 from burster.model import CheckpointTicket, Market, Offering
 from burster.plan import Launch
@@ -27,6 +28,7 @@ OFFERS = [Offering("aws", "us-east-1", "us-east-1a", "g5.xlarge", "A10G", 1, Mar
 KEYS = ["k1", "k2", "k3"]
 _CLUSTERS = itertools.count()
 times = st.integers(0, 10_000).map(lambda s: T0 + timedelta(seconds=s))
+PERIOD = T0 + timedelta(seconds=5_000)  # a budget period's start, within the times drawn
 
 
 def _view(state: SqlState) -> dict[str, Any]:
@@ -36,7 +38,7 @@ def _view(state: SqlState) -> dict[str, Any]:
         "intents": dict(state.intents), "tickets": dict(state.tickets), "ledger": list(state.ledger),
         "blocked": dict(state.blocked), "strikes": dict(state.block_strikes),
         "failed": dict(state.failed_requests), "times": list(state.launch_times),
-        "spent": state.spent_usd, "by_team": dict(state.spent_by_team),
+        "spent": state.spent_usd, "by_team": dict(state.spent_by_team), "this_period": state.spent_since(PERIOD),
         "spent_requests": sorted(r.request_id for r in state.nodes.values() if state.request_spent(r.request_id)),
     })
 
@@ -73,10 +75,21 @@ class StoreMachine(RuleBasedStateMachine):
     def idle_since(self, data: st.DataObject, idle: datetime | None) -> None:
         self.state.update(data.draw(st.sampled_from(sorted(self.state.nodes))), idle_since=idle)
 
-    @rule(team=st.sampled_from(["vision", "nlp"]), cents=st.integers(0, 10**9))
-    def charge(self, team: str, cents: int) -> None:
-        self.state.charge(LedgerEntry("n0", "aws", "spot", "g5.xlarge", "us-east-1", team, "", "", "r", T0, T0, 60.0,
-                                      Decimal(cents) / 100))
+    @rule(team=st.sampled_from(["vision", "nlp"]), cents=st.integers(0, 10**9), start=times,
+          run_s=st.integers(0, 7200))
+    def charge(self, team: str, cents: int, start: datetime, run_s: int) -> None:
+        end = start + timedelta(seconds=run_s)  # some across PERIOD: counted pro rata by spent_since
+        self.state.charge(LedgerEntry("n0", "aws", "spot", "g5.xlarge", "us-east-1", team, "", "", "r", start, end,
+                                      60.0, Decimal(cents) / 100))
+
+    @rule()
+    def spent_this_period(self) -> None:
+        """Ask as the reconciler does each pass: later charges then add to the period's sums."""
+        total, by_team = self.state.spent_since(PERIOD)
+        shares = [(e.team, share_since(float(e.usd), e.start, e.end, PERIOD)) for e in self.state.ledger]
+        assert total == pytest.approx(sum(usd for _, usd in shares))
+        for team in ("vision", "nlp"):
+            assert by_team.get(team, 0.0) == pytest.approx(sum(usd for t, usd in shares if t == team))
 
     @rule(key=st.sampled_from(KEYS), count=st.integers(1, 3))
     def put_intent(self, key: str, count: int) -> None:
