@@ -1,7 +1,8 @@
 """The node lifecycle: one explicit table of legal transitions.
 
 ``requested -> launching -> joining -> ready -> checkpointing -> draining -> terminating -> terminated``,
-with ``failed`` reachable from any live state. An idle node skips ``checkpointing``.
+with ``failed`` reachable from any live state; a failed node is ended like a terminated one (it may
+only be marked terminated). An idle node skips ``checkpointing``.
 State changes go through :func:`transition`, which raises on an illegal move.
 """
 
@@ -34,7 +35,7 @@ TRANSITIONS: dict[NodeState, frozenset[NodeState]] = {
     _S.DRAINING: frozenset({_S.TERMINATING, _S.FAILED}),
     _S.TERMINATING: frozenset({_S.TERMINATED, _S.FAILED}),
     _S.TERMINATED: frozenset(),
-    _S.FAILED: frozenset({_S.TERMINATING, _S.TERMINATED}),
+    _S.FAILED: frozenset({_S.TERMINATED}),  # ended, as terminated: never live again
 }
 
 LIVE_STATES = frozenset(s for s in NodeState if s not in (_S.TERMINATED, _S.FAILED))

@@ -89,8 +89,8 @@ class MemoryState:
         self.restore(rec, live=True)
 
     def restore(self, rec: NodeRecord, *, live: bool) -> None:
-        """Put a record back as a store kept it (once), live or not as it was: a node that failed
-        stays out of the live index whatever its state after (failed -> terminating)."""
+        """Put a record back as a store kept it (once), live or not as it was (rows written before
+        failed became an end may hold a failed node moved on to terminating: it stays out)."""
         if rec.node_id not in self.nodes:
             self.nodes[rec.node_id] = rec
             self._by_request.setdefault(rec.request_id, []).append(rec.node_id)

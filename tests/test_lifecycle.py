@@ -33,3 +33,4 @@ def test_every_live_state_can_fail_and_terminated_is_final() -> None:
         if state not in (NodeState.TERMINATED, NodeState.FAILED):
             assert NodeState.FAILED in targets
     assert TRANSITIONS[NodeState.TERMINATED] == frozenset()
+    assert TRANSITIONS[NodeState.FAILED] == frozenset({NodeState.TERMINATED})  # an end: never live again

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from burster.errors import ConfigError, StoreError
+from burster.errors import ConfigError, IllegalTransitionError, StoreError
 from burster.lifecycle import NodeState
 from burster.model import CheckpointTicket, Market, Offering
 from burster.plan import Launch
@@ -88,17 +88,19 @@ def test_a_restarted_controller_finds_everything_it_kept(store_url: str) -> None
     assert again.ledger[1].usd == Decimal("123456789012.123456")
 
 
-def test_a_node_that_failed_and_is_terminating_stays_out_of_the_live_index(store_url: str) -> None:
-    """Found by tests/store/test_sqlstate_properties.py: failed -> terminating is a legal move, and
-    memory keeps such a node out of the live index; a store that derived liveness from the state
-    brought it back live."""
+def test_a_node_that_failed_stays_out_of_the_live_index(store_url: str) -> None:
+    """Found by tests/store/test_sqlstate_properties.py: failed -> terminating was a legal move, and
+    memory kept such a node out of the live index while a store that derived liveness from the state
+    brought it back live. Failed is now an end, as terminated is, and the store keeps the flag."""
     sql = SqlState.open(store_url)
     sql.add_node(_record("n-1", SPOT))
     sql.move("n-1", NodeState.FAILED)
-    sql.move("n-1", NodeState.TERMINATING)
+    with pytest.raises(IllegalTransitionError, match="failed to terminating"):
+        sql.move("n-1", NodeState.TERMINATING)
+    sql.move("n-1", NodeState.TERMINATED)
     sql.commit()
     again = SqlState.read(store_url)
-    assert again.nodes["n-1"].state is NodeState.TERMINATING
+    assert again.nodes["n-1"].state is NodeState.TERMINATED
     assert again.live() == [] and not again.has_live() and again.request_spent("req-n-1")
 
 
