@@ -72,8 +72,8 @@ class NodeBook:
     def sync(self, now: datetime, listed: Mapping[str, Sequence[Node]], degraded: set[str],
              charge: Callable[[str, datetime], None]) -> None:
         """Merge provider listings: adopt unknown tagged nodes, follow states, end vanished ones
-        (once older than ``listing_grace_s``), and note in ``strays`` nodes recorded as ended that
-        a listing shows alive."""
+        (once older than ``listing_grace_s``), and note in ``strays`` nodes recorded as ended (for
+        ``listing_grace_s`` or more) that a listing shows alive."""
         records = self.state.nodes
         self.strays = {}
         grace = timedelta(seconds=self.listing_grace_s)
@@ -87,8 +87,8 @@ class NodeBook:
                     self.adopt([n], intent, now)
                 elif n.state in _ENDED:
                     self.ended(n.node_id, n.ended_at or now, charge)
-                elif rec.state in _ENDED:
-                    if n.state in _FORWARD:
+                elif rec.state in _ENDED:  # listed alive a grace after it ended: not just a late listing
+                    if n.state in _FORWARD and now - (rec.ended_at or rec.launched_at) >= grace:
                         self.strays[n.node_id] = provider
                 elif rec.state is not n.state:
                     self.follow(n.node_id, n.state)

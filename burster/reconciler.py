@@ -2,7 +2,8 @@
 
 - observe never raises: a provider whose reads fail is marked degraded (nothing there is reclaimed).
   A node a listing leaves out ends only once older than ``listing_grace_s`` (clouds list new
-  instances late); one recorded as ended that a listing shows alive is terminated again.
+  instances late); one recorded as ended that a listing still shows alive a grace later is
+  terminated again.
 - decide is the policy's pure function of the Snapshot (guards included).
 - actuate writes intents before calling out, uses the plan's request ids, and reports a failing
   action instead of stopping the pass; capacity errors block the offering for ``block_s``.
