@@ -71,7 +71,8 @@ class NodeBook:
 
     def sync(self, now: datetime, listed: Mapping[str, Sequence[Node]], degraded: set[str],
              charge: Callable[[str, datetime], None]) -> None:
-        """Merge provider listings: adopt unknown tagged nodes, follow states, end vanished ones
+        """Merge provider listings: adopt unknown tagged nodes (an ending or ended one only if an
+        intent of ours launched it), follow states, end vanished ones
         (once older than ``listing_grace_s``), and note in ``strays`` nodes recorded as ended (for
         ``listing_grace_s`` or more) that a listing shows alive."""
         records = self.state.nodes
@@ -84,7 +85,13 @@ class NodeBook:
                 rec = records.get(n.node_id)
                 if rec is None:
                     intent = self.state.intents.get(n.request_id)
+                    if intent is None and n.state not in _FORWARD:
+                        continue  # ending or ended before this controller knew of it: not its to track
                     self.adopt([n], intent, now)
+                    if n.state is NodeState.TERMINATING:
+                        self.state.move(n.node_id, NodeState.TERMINATING)
+                    elif n.state in _ENDED:  # launched for an intent, and gone since: bill it
+                        self.ended(n.node_id, n.ended_at or now, charge)
                 elif n.state in _ENDED:
                     self.ended(n.node_id, n.ended_at or now, charge)
                 elif rec.state in _ENDED:  # listed alive a grace after it ended: not just a late listing
