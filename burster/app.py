@@ -72,6 +72,7 @@ def _burster(config: BursterConfig, cost: CostModel) -> Policy:
     return BursterPolicy(cost, BursterParams(
         burst=burst_params(config),
         reclaim=ReclaimParams(idle_ttl_s=p.idle_ttl_s, tick_s=config.controller.tick_s,
+                              join_timeout_s=p.join_timeout_s,
                               move_back=p.reclaim_to_onprem, hold_nodes=p.hold_nodes, consolidate=p.consolidate,
                               requeue=config.pool.requeue),
         guards=guard_params(config),

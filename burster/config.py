@@ -60,6 +60,7 @@ class CostConfig(_Section):
 class PolicyConfig(_Section):
     name: str = "burster"
     idle_ttl_s: float = Field(default=300.0, ge=0, le=86_400)
+    join_timeout_s: float = Field(default=1200.0, ge=60, le=86_400)
     max_wait_s: float = Field(default=600.0, ge=0, le=7 * 86_400)
     deadline_margin_s: float = Field(default=900.0, ge=0, le=86_400)
     prewarm: bool = True

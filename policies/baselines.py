@@ -73,6 +73,7 @@ class BaselinePolicy:
             return plan
         wakes += until
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=self.reclaim_params.idle_ttl_s,
+                                join_timeout_s=self.reclaim_params.join_timeout_s,
                                 guards=self.guards, reads_signals=self.burst_params.prewarm)
 
     def own_actions(self, snapshot: Snapshot) -> list[Action]:

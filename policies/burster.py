@@ -116,6 +116,7 @@ class BursterPolicy:
         if may_reshape((a for a, _ in slots.held), snapshot, slots.left):
             return plan  # its offering, and so its node count, may change as its deadline nears
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=p.reclaim.idle_ttl_s, guards=p.guards,
+                                join_timeout_s=p.reclaim.join_timeout_s,
                                 reads_signals=p.burst.prewarm, keep=kept_warm)
 
 

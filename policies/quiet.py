@@ -11,7 +11,8 @@ time-dependent quantity they use moves in lockstep:
 - a booting node, a checkpoint in flight and a standing interruption notice (its node already
   checkpointing: an empty plan means every notice is handled) change only by events;
 so an empty plan stays empty until an event (arrival, finish, node up or joined, checkpoint done,
-notice, spot availability change, block expiry), until an idle node reaches its idle TTL, or until
+notice, spot availability change, block expiry), until an idle node reaches its idle TTL or a node
+launched for a job not started on it its join timeout (``join_timeout_s``), or until
 a job the projection says starts now (but the pool has not started) ages past its wait budget or
 spot slack, or until a job deferring to its budget nears the budget's end (the burst rule reports
 those instants), or until holding reserved nodes for a cloud job starts to pay as their running
@@ -25,6 +26,7 @@ finished, the belief begins), so only a custom policy hands an overdue job in he
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -33,6 +35,7 @@ from burster.lifecycle import NodeState
 from burster.model import Snapshot
 from burster.plan import Plan
 from policies.guards import GuardParams
+from policies.reclaim import unjoined
 
 FOREVER = datetime.max.replace(tzinfo=UTC)
 # node states that end only by an event: the cloud reports the node up, the pool sees it join, the
@@ -41,7 +44,8 @@ _WAITED_ON = frozenset({NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOIN
 
 
 def quiet_until(snapshot: Snapshot, *, idle_ttl_s: float, guards: GuardParams,
-                reads_signals: bool, keep: frozenset[str] = frozenset()) -> datetime | None:
+                reads_signals: bool, keep: frozenset[str] = frozenset(),
+                join_timeout_s: float = math.inf) -> datetime | None:
     """The earliest instant an empty plan could turn non-empty without an event; None if unknown."""
     if reads_signals and snapshot.signals:
         return None
@@ -51,7 +55,10 @@ def quiet_until(snapshot: Snapshot, *, idle_ttl_s: float, guards: GuardParams,
     if any(not p.on_cloud and p.ends_at_ts < now_ts for p in snapshot.running):
         return None
     wake = FOREVER
+    pending_for = {j.job_id for j in snapshot.pending} if join_timeout_s != math.inf else set()
     for node in snapshot.cloud_nodes:
+        if not node.busy and unjoined(node, pending_for):  # its job may start on it (an event) or time out
+            wake = min(wake, node.launched_at + timedelta(seconds=join_timeout_s))
         if node.state in _WAITED_ON:
             continue  # booting, or its checkpoint in flight: what comes next is an event
         if node.state is not NodeState.READY:
@@ -64,11 +71,13 @@ def quiet_until(snapshot: Snapshot, *, idle_ttl_s: float, guards: GuardParams,
 
 
 def with_quiet_until(plan: Plan, snapshot: Snapshot, wakes: Sequence[datetime], *, idle_ttl_s: float,
-                     guards: GuardParams, reads_signals: bool, keep: frozenset[str] = frozenset()) -> Plan:
+                     guards: GuardParams, reads_signals: bool, keep: frozenset[str] = frozenset(),
+                     join_timeout_s: float = math.inf) -> Plan:
     """``plan``, and if it is empty, the instant it could next change (``wakes``: the burst rule's own)."""
     if plan.actions or plan.refused:
         return plan
-    until = quiet_until(snapshot, idle_ttl_s=idle_ttl_s, guards=guards, reads_signals=reads_signals, keep=keep)
+    until = quiet_until(snapshot, idle_ttl_s=idle_ttl_s, guards=guards, reads_signals=reads_signals, keep=keep,
+                        join_timeout_s=join_timeout_s)
     if until is None:
         return plan
     return replace(plan, quiet_until=min([until, *wakes]))

@@ -3,6 +3,9 @@
 - Idle TTL aligned to billing: an idle node goes once idle for ``idle_ttl_s`` *and* terminating now
   saves money: never inside a billing minimum already paid for, and for per-minute billing only in
   the last tick of a billed minute.
+- Join timeout: a node launched for a job that has not started on it ``join_timeout_s`` after the
+  launch (it never came up, or never joined the pool) goes, so the job can burst again; else it
+  would bill on and keep the job waiting for it for good.
 - Move back: when reserved GPUs are free beyond what queued jobs ahead of it are owed, a running
   cloud job is checkpointed (then drained and terminated), most expensive first, when the cloud
   dollars saved exceed the restart cost.
@@ -29,6 +32,7 @@ from policies.queue import ReservedQueue
 class ReclaimParams:
     idle_ttl_s: float = 300.0
     tick_s: float = 10.0
+    join_timeout_s: float = 1200.0  # a node launched for a job that has not started on it by then goes
     move_back: bool = True
     consolidate: bool = True  # move cloud jobs to cheaper cloud capacity (policies/consolidate.py)
     hold_nodes: bool = True  # hold reserved nodes that empty soon for cloud jobs (policies/defrag.py)
@@ -52,12 +56,17 @@ def idle_ttl(snapshot: Snapshot, params: ReclaimParams, keep: frozenset[str] = f
     pending_for = {j.job_id for j in snapshot.pending}
     out: list[Action] = []
     for node in sorted(snapshot.cloud_nodes, key=lambda n: n.node_id):
-        if node.busy or node.state is not NodeState.READY or node.idle_since is None or node.node_id in keep:
+        if node.busy or node.node_id in keep or node.offering.provider in snapshot.degraded_providers:
+            continue  # (a degraded provider's: we cannot see it well enough to reclaim it safely)
+        if unjoined(node, pending_for):  # launched for a job still waiting to start on it
+            age_s = (snapshot.now - node.launched_at).total_seconds()
+            if age_s >= params.join_timeout_s:
+                out.append(Terminate((node.node_id,), request_id=request_id("unjoined", node.node_id), reason=(
+                    f"{node.node_id} ({node.offering.key}) launched {age_s:.0f}s ago for {node.for_job}, which has "
+                    f"not started on it (join timeout {params.join_timeout_s:.0f}s): it never came up or joined")))
             continue
-        if node.offering.provider in snapshot.degraded_providers:
-            continue  # we cannot see it well enough to reclaim it safely
-        if node.for_job is not None and node.for_job in pending_for:
-            continue  # launched for a job still waiting to start on it
+        if node.state is not NodeState.READY or node.idle_since is None:
+            continue
         idle_s = (snapshot.now - node.idle_since).total_seconds()
         if idle_s >= params.idle_ttl_s and billing_aligned(node, snapshot, params.tick_s):
             out.append(Terminate(
@@ -65,6 +74,14 @@ def idle_ttl(snapshot: Snapshot, params: ReclaimParams, keep: frozenset[str] = f
                 reason=f"{node.node_id} ({node.offering.key}) idle {idle_s:.0f}s >= ttl {params.idle_ttl_s:.0f}s",
             ))
     return out
+
+
+def unjoined(node: Node, pending_for: set[str] | frozenset[str]) -> bool:
+    """Whether ``node`` is on its way to, or up for, a job that has not started on it yet."""
+    return node.for_job is not None and node.for_job in pending_for and node.state in _COMING
+
+
+_COMING = frozenset({NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY})
 
 
 def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,

@@ -140,3 +140,13 @@ def test_the_budget_period_is_monthly_by_default_reaches_the_reconciler_and_list
     with pytest.raises(ConfigError) as info:
         parse_config({"budget": {"period": "year"}})
     assert "budget.period" in str(info.value) and "'month', 'week', 'day' or 'all'" in str(info.value)
+
+
+def test_the_join_timeout_reaches_the_policy_and_is_range_checked() -> None:
+    assert parse_config({}).policy.join_timeout_s == 1200.0
+    config = parse_config({"policy": {"join_timeout_s": 900}})
+    policy = build_policy("burster", config, cost_model(config))
+    assert isinstance(policy, BursterPolicy) and policy.params.reclaim.join_timeout_s == 900.0
+    with pytest.raises(ConfigError) as info:
+        parse_config({"policy": {"join_timeout_s": 30}})
+    assert "policy.join_timeout_s" in str(info.value) and "greater than or equal to 60" in str(info.value)

@@ -239,3 +239,24 @@ def test_a_node_listed_again_after_it_was_taken_for_gone_is_terminated(caplog: p
     assert node.node_id not in {n.node_id for n in w.cloud.list_nodes()} and not report.errors
     assert f"node {node.node_id} is recorded as ended but fake lists it running" in caplog.text
     assert len(w.rec.state.ledger) == 1 and not w.rec.state.is_live(node.node_id)
+
+
+def test_a_node_that_never_joins_the_pool_goes_at_the_join_timeout_and_its_job_bursts_again() -> None:
+    """The fake cloud's nodes come up but never join the simulated pool, like a node whose
+    bootstrap failed: before the timeout it bills on and b waits for it, forever."""
+    w = World()
+    w.job("a")
+    w.job("b")
+    (first,) = w.rec.run_once().plan.launches
+    (node,) = w.cloud.list_nodes()
+    w.clock.advance(600)
+    assert w.rec.run_once().plan.actions == ()  # still waiting for it to join
+    w.clock.advance(600)
+    report = w.rec.run_once()
+    (stop,) = report.plan.terminates
+    assert stop.node_ids == (node.node_id,) and "which has not started on it (join timeout 1200s)" in stop.reason
+    assert w.rec.state.nodes[node.node_id].state is NodeState.TERMINATED and len(w.rec.state.ledger) == 1
+    w.clock.advance(10)
+    (again,) = w.rec.run_once().plan.launches  # b is no longer served by it: a new node
+    (new,) = w.cloud.list_nodes()
+    assert again.job_id == "b" and new.node_id != node.node_id and new.request_id == f"{first.request_id}-r1"

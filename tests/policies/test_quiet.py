@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from burster.lifecycle import NodeState
-from burster.model import Interruption, Market, Node, Offering, Snapshot
+from burster.model import Demand, Interruption, Market, Node, Offering, Snapshot
 from policies.guards import GuardParams
 from policies.quiet import FOREVER, quiet_until
 
@@ -47,3 +48,16 @@ def test_a_handled_interruption_notice_waits_for_the_node_to_go() -> None:
 def test_budgets_and_an_idle_node_without_a_start_turn_skipping_off() -> None:
     assert until(node(NodeState.READY, job="j"), guards=GuardParams(total_budget_usd=100.0)) is None
     assert until(node(NodeState.READY)) is None  # idle, its idle time not yet recorded
+
+
+@pytest.mark.parametrize("state", [NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY])
+def test_a_node_up_or_booting_for_a_job_not_started_on_it_wakes_at_its_join_timeout(state: NodeState) -> None:
+    waiting = Demand("j", 1, NOW - timedelta(hours=2), 3600.0)
+    n = replace(node(state, idle_for_s=None if state is not NodeState.READY else 30.0), for_job="j",
+                launched_at=NOW - timedelta(seconds=100))
+    snapshot = Snapshot(NOW, (waiting,), (), (), (n,), (SPOT,))
+    timed = quiet_until(snapshot, idle_ttl_s=3600.0, guards=GuardParams(), reads_signals=True, join_timeout_s=1200.0)
+    assert timed == NOW + timedelta(seconds=1100)
+    assert quiet_until(replace(snapshot, pending=()), idle_ttl_s=3600.0, guards=GuardParams(), reads_signals=True,
+                       join_timeout_s=1200.0) == (FOREVER if state is not NodeState.READY else NOW + timedelta(
+                           seconds=3570))  # its job started elsewhere: an idle node's TTL, or an event

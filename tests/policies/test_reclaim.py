@@ -9,7 +9,7 @@ import pytest
 
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Requeue, Snapshot
-from burster.plan import Checkpoint, Hold, Launch
+from burster.plan import Checkpoint, Hold, Launch, Terminate
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
@@ -210,3 +210,32 @@ def test_a_job_leaving_for_its_on_demand_node_gets_no_reserved_node_held() -> No
     (checkpoint,) = [a for a in plan.actions if isinstance(a, Checkpoint)]
     assert checkpoint.job_id == "cj" and "its on-demand nodes are up" in checkpoint.reason
     assert not [a for a in plan.actions if isinstance(a, Hold)]
+
+
+def _unjoined(state: NodeState, age_s: float, *, job_pending: bool = True, provider_degraded: bool = False) -> Snapshot:
+    """A node launched ``age_s`` ago for job ``w``, which has not started on it."""
+    w = Demand("w", 1, NOW - timedelta(hours=1), 3600.0, gpu_model="V100")
+    n = Node("n9", OD, state, NOW - timedelta(seconds=age_s), "rq", for_job="w",
+             idle_since=NOW - timedelta(seconds=min(age_s, 200.0)) if state is NodeState.READY else None)
+    pool = (PoolNode("onprem-0", "V100", 8, 0),)
+    hog = Placement(Demand("hog", 8, NOW - timedelta(hours=1), 9 * 3600, gpu_model="V100"), ("onprem-0",),
+                    NOW - timedelta(hours=1), False, Market.RESERVED)
+    return Snapshot(NOW, (w,) if job_pending else (), (hog,), pool, (n,), (OD,),
+                    degraded_providers=frozenset({"aws"}) if provider_degraded else frozenset())
+
+
+@pytest.mark.parametrize("state", [NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY])
+def test_a_node_whose_job_has_not_started_on_it_by_the_join_timeout_goes(state: NodeState) -> None:
+    assert not [a for a in POLICY.decide(_unjoined(state, 1199.0)).actions if isinstance(a, Terminate)]
+    plan = POLICY.decide(_unjoined(state, 1200.0))
+    (stop,) = [a for a in plan.actions if isinstance(a, Terminate)]
+    assert stop.node_ids == ("n9",) and "launched 1200s ago for w, which has not started on it" in stop.reason
+    assert "join timeout 1200s" in stop.reason
+    # its job left the queue (started elsewhere): not a join failure, the idle TTL's business
+    assert not [a for a in POLICY.decide(_unjoined(state, 1200.0, job_pending=False)).actions
+                if isinstance(a, Terminate) and "join timeout" in a.reason]
+    # a provider we cannot see well: nothing there is reclaimed
+    assert not [a for a in POLICY.decide(_unjoined(state, 5000.0, provider_degraded=True)).actions
+                if isinstance(a, Terminate)]
+    shorter = BursterPolicy(POLICY.cost, replace(POLICY.params, reclaim=ReclaimParams(join_timeout_s=600.0)))
+    assert [a for a in shorter.decide(_unjoined(state, 600.0)).actions if isinstance(a, Terminate)]
