@@ -36,7 +36,8 @@ class CloudProvider(Protocol):
     - ``interruptions``: notices (spot reclaim, eviction) not yet returned by an earlier call.
 
     Adapters report cloud-level state: LAUNCHING (pending), READY (running), TERMINATING,
-    TERMINATED or FAILED; the runtime adds JOINING/DRAINING from what the pool says.
+    TERMINATED or FAILED; the runtime adds CHECKPOINTING/DRAINING as it acts. READY means running,
+    not joined to the pool: a node its job never starts on goes at the policy's join timeout.
     """
 
     name: str

@@ -29,6 +29,7 @@ class NodeBook:
         self.state = state
         self.listing_grace_s = listing_grace_s
         self.strays: dict[str, str] = {}  # node id -> provider: recorded as ended, listed alive
+        self.unterminated: set[str] = set()  # terminating (the call failed), listed alive: call again
         self._running: Sequence[Placement] | None = None  # the last pool placements seen ...
         self._job_of: dict[str, str] = {}  # ... and the job on each of their cloud nodes
         self._views: dict[str, tuple[NodeRecord, str | None, Node]] = {}  # last snapshot's Node per id
@@ -74,9 +75,10 @@ class NodeBook:
         """Merge provider listings: adopt unknown tagged nodes (an ending or ended one only if an
         intent of ours launched it), follow states, end vanished ones
         (once older than ``listing_grace_s``), and note in ``strays`` nodes recorded as ended (for
-        ``listing_grace_s`` or more) that a listing shows alive."""
+        ``listing_grace_s`` or more) and in ``unterminated`` nodes left terminating (the call
+        failed) that a listing shows alive."""
         records = self.state.nodes
-        self.strays = {}
+        self.strays, self.unterminated = {}, set()
         grace = timedelta(seconds=self.listing_grace_s)
         for provider, nodes in listed.items():
             seen = set()
@@ -97,6 +99,8 @@ class NodeBook:
                 elif rec.state in _ENDED:  # listed alive a grace after it ended: not just a late listing
                     if n.state in _FORWARD and now - (rec.ended_at or rec.launched_at) >= grace:
                         self.strays[n.node_id] = provider
+                elif rec.state is NodeState.TERMINATING and n.state in _FORWARD:
+                    self.unterminated.add(n.node_id)
                 elif rec.state is not n.state:
                     self.follow(n.node_id, n.state)
             if provider in degraded:

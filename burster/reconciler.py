@@ -2,8 +2,8 @@
 
 - observe never raises: a provider whose reads fail is marked degraded (nothing there is reclaimed).
   A node a listing leaves out ends only once older than ``listing_grace_s`` (clouds list new
-  instances late); one recorded as ended that a listing still shows alive a grace later is
-  terminated again.
+  instances late); one recorded as ended that a listing still shows alive a grace later, or
+  one whose terminate call failed, is terminated again.
 - decide is the policy's pure function of the Snapshot (guards included).
 - actuate writes intents before calling out, uses the plan's request ids, and reports a failing
   action instead of stopping the pass; capacity errors block the offering for ``block_s``.
@@ -189,8 +189,15 @@ class Reconciler:
                 log.warning("action failed (will retry next pass): %s", err)
 
     def _terminate_strays(self, report: PassReport) -> None:
-        """Terminate again any node recorded as ended that its cloud still lists alive (listed late,
-        or started outside us): same request id as the first terminate, so the call is idempotent."""
+        """Terminate again any node whose terminate failed (left terminating) or that is recorded as
+        ended while its cloud still lists it alive (listed late, or started outside us): the same
+        request id as the first terminate, so the call is idempotent."""
+        for node_id in sorted(self.nodes.unterminated):
+            try:
+                self._drain_and_terminate(node_id, "terminate again: the last call failed")
+            except ProviderError as err:
+                report.errors.append(f"terminate failed: {err}")
+                log.warning("action failed (will retry next pass): %s", err)
         for node_id, provider in sorted(self.nodes.strays.items()):
             log.warning("node %s is recorded as ended but %s lists it running: terminating it (its cost "
                         "since it was recorded as ended is not in the ledger)", node_id, provider)

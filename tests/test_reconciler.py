@@ -260,3 +260,23 @@ def test_a_node_that_never_joins_the_pool_goes_at_the_join_timeout_and_its_job_b
     (again,) = w.rec.run_once().plan.launches  # b is no longer served by it: a new node
     (new,) = w.cloud.list_nodes()
     assert again.job_id == "b" and new.node_id != node.node_id and new.request_id == f"{first.request_id}-r1"
+
+
+def test_a_terminate_the_cloud_refused_is_made_again_next_pass() -> None:
+    """The node was marked terminating before the call; the cloud kept it running. Nothing else
+    would ever stop it: the idle TTL looks at ready nodes only."""
+    w = World()
+    w.cloud.launch(CHEAP, 1, request_id="prewarm-1")
+    w.rec.run_once()  # adopts the idle node
+    w.clock.advance(3600)
+    w.cloud.fail_next_terminate(TransientError("fake: 503 on terminate"))
+    report = w.rec.run_once()
+    assert report.errors and "503 on terminate" in report.errors[0] and len(w.cloud.list_nodes()) == 1
+    (node,) = w.cloud.list_nodes()
+    assert w.rec.state.nodes[node.node_id].state is NodeState.TERMINATING and w.rec.state.ledger == []
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    assert not report.errors and w.cloud.list_nodes() == []
+    assert w.rec.state.nodes[node.node_id].state is NodeState.TERMINATED
+    (entry,) = w.rec.state.ledger
+    assert entry.end == w.clock.now()  # billed until the terminate that took

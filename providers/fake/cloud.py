@@ -1,5 +1,5 @@
 """An in-memory CloudProvider with fault injection: ``fail_next_launch``, ``throttle_next``, ``partial_next``,
-``fail_next_list``, ``list_late``."""
+``fail_next_list``, ``fail_next_terminate``, ``list_late``."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ class FakeCloudProvider:
         self._interruptions: list[Interruption] = []
         self._fail_list: ProviderError | None = None
         self._unlisted: set[str] = set()
+        self._fail_terminate: ProviderError | None = None
         self.api_calls = 0
 
     # --- fault knobs ---------------------------------------------------------------------
@@ -53,6 +54,9 @@ class FakeCloudProvider:
 
     def fail_next_list(self, error: ProviderError) -> None:
         self._fail_list = error
+
+    def fail_next_terminate(self, error: ProviderError) -> None:
+        self._fail_terminate = error
 
     def list_late(self, node_ids: Sequence[str]) -> None:
         """Leave these nodes out of listings until ``list_again`` (EC2 lists new instances late)."""
@@ -125,6 +129,9 @@ class FakeCloudProvider:
 
     def terminate(self, node_ids: Sequence[str], *, request_id: str) -> None:
         self.api_calls += 1
+        if self._fail_terminate is not None:
+            err, self._fail_terminate = self._fail_terminate, None
+            raise err
         for node_id in node_ids:
             node = self._nodes.get(node_id)
             if node is not None:
