@@ -1,6 +1,7 @@
 """One reconcile pass: observe -> decide -> actuate -> record. Used unchanged by the simulator.
 
 - observe never raises: a provider whose reads fail is marked degraded (nothing there is reclaimed).
+  Interruption notices stand until their node ends; a failed checkpoint poll or drain is retried.
   A node a listing leaves out ends only once older than ``listing_grace_s`` (clouds list new
   instances late); one recorded as ended that a listing still shows alive a grace later, or
   one whose terminate call failed, is terminated again.
@@ -78,13 +79,16 @@ class Reconciler:
         self._parts: tuple[Sequence[Offering], ...] = ()
         self._combined: tuple[Offering, ...] = ()
         self._settled = False  # this pass finished a checkpoint (and drained its node) while observing
+        self._observe_errors: list[str] = []  # calls observe made that failed (a checkpoint's drain)
+        self._notices: dict[str, Interruption] = {}  # standing interruption notices, by node id
 
     # --- the pass ------------------------------------------------------------------------------
     def run_once(self) -> PassReport:
         self._settled = False
+        self._observe_errors = []
         snapshot = self.observe()
         plan = self.policy.decide(snapshot)
-        report = PassReport(snapshot.now, plan)
+        report = PassReport(snapshot.now, plan, errors=self._observe_errors)
         # a checkpoint observe finished requeued its job, which the pool may start by the next tick: look again then
         if not self._settled and not plan.actions and not plan.refused:
             report.quiet_until = plan.quiet_until
@@ -108,6 +112,7 @@ class Reconciler:
                 log.warning("provider %s degraded this pass: %s", name, err)
         self.nodes.sync(now, listed, degraded, self._charge)
         self._poll_checkpoints(now)
+        standing = self._standing_notices(notices)
         running = tuple(self.pool.running())  # after the checkpoints that finished left it (and requeued)
         cloud_nodes = self.nodes.snapshot_nodes(now, running)
         return Snapshot(
@@ -118,7 +123,7 @@ class Reconciler:
             cloud_nodes=cloud_nodes,
             offerings=self._all_offerings(),
             signals=self._signals(now),
-            interruptions=tuple(notices),
+            interruptions=standing,
             blocked_offerings=frozenset(k for k, until in self.state.blocked.items() if until > now),
             degraded_providers=frozenset(degraded),
             spend=self._spend(now),
@@ -126,6 +131,18 @@ class Reconciler:
             runtime_ratio_teams=tuple(self.pool.runtime_ratio_teams()),
             team_runtime_ratios=tuple(self.pool.team_runtime_ratios()),
         )
+
+    def _standing_notices(self, new: Sequence[Interruption]) -> tuple[Interruption, ...]:
+        """Interruption notices kept until their node ends (clouds hand each one out once): one
+        whose handling failed this pass, a checkpoint the pool refused, is handled again next pass.
+        Per node the notice that ends it first; by that end, then node id."""
+        for n in new:
+            kept = self._notices.get(n.node_id)
+            if kept is None or n.terminate_at < kept.terminate_at:
+                self._notices[n.node_id] = n
+        if self._notices:
+            self._notices = {k: n for k, n in self._notices.items() if self.state.is_live(k)}
+        return tuple(sorted(self._notices.values(), key=lambda n: (n.terminate_at, n.node_id)))
 
     def _all_offerings(self) -> tuple[Offering, ...]:
         """All providers' offerings; the same tuple object while no provider's list changed."""
@@ -157,13 +174,19 @@ class Reconciler:
         return Spend(total, tuple(sorted(by_team.items())), len(st.launch_times), self.budget_period)
 
     def _poll_checkpoints(self, now: datetime) -> None:
+        """Poll each checkpoint in flight; drain and terminate the nodes whose checkpoint is done or
+        past its deadline. A call that fails keeps the ticket, to be polled again next pass."""
         for node_id in sorted(self.state.tickets):
-            ticket = self.pool.checkpoint(node_id, self.state.tickets[node_id].deadline)
-            self.state.tickets[node_id] = ticket
-            if ticket.done or now >= ticket.deadline:
-                self._settled = True
-                del self.state.tickets[node_id]
-                self._drain_and_terminate(node_id, "checkpoint done" if ticket.done else "checkpoint timed out")
+            try:
+                ticket = self.pool.checkpoint(node_id, self.state.tickets[node_id].deadline)
+                self.state.tickets[node_id] = ticket
+                if ticket.done or now >= ticket.deadline:
+                    self._settled = True
+                    self._drain_and_terminate(node_id, "checkpoint done" if ticket.done else "checkpoint timed out")
+                    self.state.tickets.pop(node_id, None)
+            except ProviderError as err:
+                self._observe_errors.append(f"checkpoint of {node_id} failed: {err}")
+                log.warning("checkpoint handshake failed (will retry next pass): %s", err)
 
     # --- actuate -------------------------------------------------------------------------------
     def actuate(self, plan: Plan, snapshot: Snapshot, report: PassReport) -> None:
@@ -257,8 +280,9 @@ class Reconciler:
         rec = self.state.nodes.get(a.node_id)
         if rec is None or a.node_id in self.state.tickets:
             return
+        ticket = self.pool.checkpoint(a.node_id, a.deadline)  # first: if it fails, the node stays as it was
         self.nodes.mark(a.node_id, NodeState.CHECKPOINTING)
-        self.state.tickets[a.node_id] = self.pool.checkpoint(a.node_id, a.deadline)
+        self.state.tickets[a.node_id] = ticket
 
     def _drain_and_terminate(self, node_id: str, reason: str) -> None:
         rec = self.state.nodes.get(node_id)

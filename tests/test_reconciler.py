@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from burster.clock import FakeClock
-from burster.errors import CapacityError, TransientError
+from burster.errors import CapacityError, ProviderError, TransientError
 from burster.lifecycle import NodeState
-from burster.model import Demand, Market, Offering
+from burster.model import CheckpointTicket, Demand, Market, Offering
 from burster.plan import Launch, request_id
 from burster.reconcile_nodes import LISTING_GRACE_S
 from burster.reconciler import Reconciler
@@ -26,10 +26,29 @@ CHEAP = Offering("fake", "r1", "r1a", "gpu.8x", "V100", 8, Market.ON_DEMAND, 10.
 DEAR = Offering("fake", "r1", "r1b", "gpu.8x", "V100", 8, Market.ON_DEMAND, 12.0)
 
 
+class FlakyPool(SimPool):
+    """The simulated pool, whose next checkpoint or drain call fails when told to."""
+
+    fail_checkpoint: ProviderError | None = None
+    fail_drain: ProviderError | None = None
+
+    def checkpoint(self, node_id: str, deadline: datetime) -> CheckpointTicket:
+        if self.fail_checkpoint is not None:
+            err, self.fail_checkpoint = self.fail_checkpoint, None
+            raise err
+        return super().checkpoint(node_id, deadline)
+
+    def drain(self, node_id: str) -> None:
+        if self.fail_drain is not None:
+            err, self.fail_drain = self.fail_drain, None
+            raise err
+        super().drain(node_id)
+
+
 class World:
     def __init__(self, offerings: list[Offering] = [CHEAP, DEAR]) -> None:  # noqa: B006
         self.clock = FakeClock(T0)
-        self.pool = SimPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
+        self.pool = FlakyPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
         self.cloud = FakeCloudProvider("fake", offerings, now=self.clock.now)
         policy = BursterPolicy(CostModel(CostParams(launch_latency_s=60)),
                                BursterParams(reclaim=ReclaimParams(idle_ttl_s=120, move_back=False)))
@@ -280,3 +299,52 @@ def test_a_terminate_the_cloud_refused_is_made_again_next_pass() -> None:
     assert w.rec.state.nodes[node.node_id].state is NodeState.TERMINATED
     (entry,) = w.rec.state.ledger
     assert entry.end == w.clock.now()  # billed until the terminate that took
+
+
+def _running_on_a_burst_node(w: World) -> str:
+    """b bursts, and its node comes up and joins the pool, which starts b there."""
+    w.job("a")
+    w.job("b")
+    w.rec.run_once()
+    (node,) = w.cloud.list_nodes()
+    w.pool.expect(node.node_id, node.offering, "b")
+    w.pool.join(node.node_id)
+    w.pool.schedule(w.clock.now())
+    assert [p.job.job_id for p in w.pool.running() if p.on_cloud] == ["b"]
+    return node.node_id
+
+
+def test_a_checkpoint_the_pool_refused_is_asked_again_next_pass() -> None:
+    """The node was marked checkpointing before the call, with no ticket to poll: nothing would
+    ever ask again, and the node, no longer ready, escaped the idle TTL for good."""
+    w = World()
+    node_id = _running_on_a_burst_node(w)
+    w.cloud.interrupt(node_id, notice_s=120)
+    w.pool.fail_checkpoint = TransientError("pool: slurmctld not responding")
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    assert report.errors and "slurmctld not responding" in report.errors[0]
+    assert w.rec.state.nodes[node_id].state is NodeState.READY and node_id not in w.rec.state.tickets
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    assert [a.node_id for a in report.plan.checkpoints] == [node_id] and not report.errors
+    assert w.rec.state.nodes[node_id].state is NodeState.CHECKPOINTING and node_id in w.rec.state.tickets
+
+
+def test_a_drain_that_fails_after_a_checkpoint_is_reported_and_tried_again_next_pass() -> None:
+    w = World()
+    node_id = _running_on_a_burst_node(w)
+    w.cloud.interrupt(node_id, notice_s=120)
+    w.clock.advance(10)
+    w.rec.run_once()  # asks for the checkpoint
+    w.clock.advance(w.pool.checkpoint_s)
+    w.pool.events.run_until(w.clock.now())  # it is written
+    w.pool.fail_drain = TransientError("pool: scontrol update failed")
+    report = w.rec.run_once()  # observe finds the checkpoint done; the drain fails
+    assert report.errors and "scontrol update failed" in report.errors[0]
+    assert node_id in w.rec.state.tickets and w.rec.state.is_live(node_id)
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    assert not report.errors and node_id not in w.rec.state.tickets
+    assert w.rec.state.nodes[node_id].state is NodeState.TERMINATED
+    assert node_id not in {n.node_id for n in w.cloud.list_nodes()}  # (b, requeued, bursts again)
