@@ -190,7 +190,7 @@ class Reconciler:
 
     # --- actuate -------------------------------------------------------------------------------
     def actuate(self, plan: Plan, snapshot: Snapshot, report: PassReport) -> None:
-        self._terminate_strays(report)
+        self._terminate_again(report)
         for action in plan.actions:
             try:
                 if isinstance(action, Launch):
@@ -211,7 +211,7 @@ class Reconciler:
                 report.errors.append(f"{type(action).__name__.lower()} failed: {err}")
                 log.warning("action failed (will retry next pass): %s", err)
 
-    def _terminate_strays(self, report: PassReport) -> None:
+    def _terminate_again(self, report: PassReport) -> None:
         """Terminate again any node whose terminate failed (left terminating) or that is recorded as
         ended while its cloud still lists it alive (listed late, or started outside us): the same
         request id as the first terminate, so the call is idempotent."""

@@ -76,12 +76,12 @@ def idle_ttl(snapshot: Snapshot, params: ReclaimParams, keep: frozenset[str] = f
     return out
 
 
+_COMING = frozenset({NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY})
+
+
 def unjoined(node: Node, pending_for: set[str] | frozenset[str]) -> bool:
     """Whether ``node`` is on its way to, or up for, a job that has not started on it yet."""
     return node.for_job is not None and node.for_job in pending_for and node.state in _COMING
-
-
-_COMING = frozenset({NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY})
 
 
 def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
