@@ -1,0 +1,48 @@
+"""The reconcile pass over the real AWS adapter (boto3 -> fault proxy -> moto over HTTP): a
+terminate EC2 refuses is made again, and the instance does go."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+pytest.importorskip("moto", reason="the AWS tests need moto[server] and boto3 (dev extras)")
+
+from burster.clock import FakeClock
+from burster.lifecycle import NodeState
+from burster.reconciler import Reconciler
+from policies.burster import BursterParams, BursterPolicy
+from policies.reclaim import ReclaimParams
+from providers.sim.events import EventQueue
+from providers.sim.pool import SimPool
+from tests.providers import harness_aws as h
+
+
+def test_an_idle_instance_whose_terminate_ec2_refused_is_terminated_next_pass() -> None:
+    b = h.backend()
+    b.proxy.reset()
+    provider = h.make_provider(b)
+    (node,) = provider.launch(h.offering(), 1, request_id="prewarm-1")
+    assert node.launched_at is not None
+    clock = FakeClock(node.launched_at + timedelta(seconds=10))
+    policy = BursterPolicy(params=BursterParams(reclaim=ReclaimParams(idle_ttl_s=120, move_back=False)))
+    pool = SimPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
+    rec = Reconciler(providers={"aws": provider}, pool=pool, policy=policy, clock=clock)
+    rec.run_once()  # adopts the idle instance
+    clock.advance(3600)
+    b.proxy.fail_next("TerminateInstances", "UnauthorizedOperation",
+                      "You are not authorized to perform this operation.", 403)
+    report = rec.run_once()
+    assert report.plan.terminates and "not authorized" in report.errors[0]
+    assert rec.state.nodes[node.node_id].state is NodeState.TERMINATING
+    states = {n.node_id: n.state for n in provider.list_nodes()}
+    assert states[node.node_id] is NodeState.READY  # EC2 kept it running
+    clock.advance(10)
+    report = rec.run_once()  # the permission is back: the terminate is made again
+    assert not report.errors and rec.state.nodes[node.node_id].state is NodeState.TERMINATED
+    states = {n.node_id: n.state for n in provider.list_nodes()}
+    assert states[node.node_id] in (NodeState.TERMINATING, NodeState.TERMINATED)
+    assert b.proxy.actions().count("TerminateInstances") == 2
+    (entry,) = rec.state.ledger
+    assert entry.node_id == node.node_id and entry.end == clock.now()
