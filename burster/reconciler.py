@@ -4,7 +4,8 @@
   Interruption notices stand until their node ends; a failed checkpoint poll or drain is retried.
   A node a listing leaves out ends only once older than ``listing_grace_s`` (clouds list new
   instances late); one recorded as ended that a listing still shows alive a grace later, or
-  one whose terminate call failed, is terminated again.
+  one whose terminate call failed, is terminated again. A launch intent no node answers within
+  that grace is forgotten.
 - decide is the policy's pure function of the Snapshot (guards included).
 - actuate writes intents before calling out, uses the plan's request ids, and reports a failing
   action instead of stopping the pass; capacity errors block the offering for ``block_s``.
@@ -81,6 +82,7 @@ class Reconciler:
         self._settled = False  # this pass finished a checkpoint (and drained its node) while observing
         self._observe_errors: list[str] = []  # calls observe made that failed (a checkpoint's drain)
         self._notices: dict[str, Interruption] = {}  # standing interruption notices, by node id
+        self._intents_seen: dict[str, datetime] = {}  # when a pass first found each launch intent
 
     # --- the pass ------------------------------------------------------------------------------
     def run_once(self) -> PassReport:
@@ -111,6 +113,7 @@ class Reconciler:
                 degraded.add(name)
                 log.warning("provider %s degraded this pass: %s", name, err)
         self.nodes.sync(now, listed, degraded, self._charge)
+        self._expire_intents(now)
         self._poll_checkpoints(now)
         standing = self._standing_notices(notices)
         running = tuple(self.pool.running())  # after the checkpoints that finished left it (and requeued)
@@ -131,6 +134,21 @@ class Reconciler:
             runtime_ratio_teams=tuple(self.pool.runtime_ratio_teams()),
             team_runtime_ratios=tuple(self.pool.team_runtime_ratios()),
         )
+
+    def _expire_intents(self, now: datetime) -> None:
+        """Forget a launch intent no node has answered for ``listing_grace_s``: its call failed
+        (one that might have launched: a timeout, throttling) and no later pass made it again. A
+        node it did launch that is listed later still is adopted, as this cluster's, untied to a job."""
+        seen = self._intents_seen
+        for rid in [r for r in seen if r not in self.state.intents]:
+            del seen[rid]
+        grace = timedelta(seconds=self.nodes.listing_grace_s)
+        for rid in list(self.state.intents):
+            if now - seen.setdefault(rid, now) >= grace:
+                log.warning("launch %s: no node answered it in %.0fs; forgetting its intent", rid,
+                            grace.total_seconds())
+                self.state.clear_intent(rid)
+                del seen[rid]
 
     def _standing_notices(self, new: Sequence[Interruption]) -> tuple[Interruption, ...]:
         """Interruption notices kept until their node ends (clouds hand each one out once): one

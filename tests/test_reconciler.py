@@ -348,3 +348,25 @@ def test_a_drain_that_fails_after_a_checkpoint_is_reported_and_tried_again_next_
     assert not report.errors and node_id not in w.rec.state.tickets
     assert w.rec.state.nodes[node_id].state is NodeState.TERMINATED
     assert node_id not in {n.node_id for n in w.cloud.list_nodes()}  # (b, requeued, bursts again)
+
+
+def test_an_intent_whose_launch_failed_and_was_not_made_again_is_forgotten_a_grace_later() -> None:
+    """Throttled to the end of its retries, the launch may or may not have happened, so its intent
+    stays for a node to answer it; once the job no longer needs the launch, it went on for good."""
+    w = World()
+    w.job("a", hours=0.05)  # the reserved node frees in 3 minutes
+    w.job("b")
+    w.cloud.throttle_next(5)
+    report = w.rec.run_once()
+    assert report.errors and "rate exceeded" in report.errors[0]
+    (rid,) = w.rec.state.intents
+    w.clock.advance(200)
+    w.pool.events.run_until(w.clock.now())  # a finishes ...
+    w.pool.schedule(w.clock.now())  # ... and b starts on the reserved node
+    assert w.rec.run_once().plan.launches == () and rid in w.rec.state.intents
+    w.clock.advance(LISTING_GRACE_S - 10)
+    w.rec.run_once()
+    assert rid in w.rec.state.intents
+    w.clock.advance(10)
+    w.rec.run_once()
+    assert w.rec.state.intents == {} and w.cloud.list_nodes() == []
