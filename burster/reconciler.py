@@ -1,6 +1,7 @@
 """One reconcile pass: observe -> decide -> actuate -> record. Used unchanged by the simulator.
 
-- observe never raises: a provider whose reads fail is marked degraded (nothing there is reclaimed).
+- observe never raises: a provider whose reads fail is marked degraded (nothing there is reclaimed);
+  a pool that cannot be read makes a pass that decides nothing and says why.
   Interruption notices stand until their node ends; a failed checkpoint poll or drain is retried.
   A node a listing leaves out ends only once older than ``listing_grace_s`` (clouds list new
   instances late); one recorded as ended that a listing still shows alive a grace later, or
@@ -43,6 +44,14 @@ class PassReport:
     launched_nodes: int = 0
     # for an empty plan, when the policy says it could next change without an event (None: unknown)
     quiet_until: datetime | None = None
+
+
+class _PoolUnread(Exception):
+    """The pool could not be read this pass (observe's one way out: the pass decides nothing)."""
+
+    def __init__(self, now: datetime, err: ProviderError) -> None:
+        super().__init__(str(err))
+        self.now, self.err = now, err
 
 
 MAX_BLOCK_FACTOR = 8  # a dry offering is retried at most every 8 x block_s (80 min by default)
@@ -88,7 +97,14 @@ class Reconciler:
     def run_once(self) -> PassReport:
         self._settled = False
         self._observe_errors = []
-        snapshot = self.observe()
+        try:
+            snapshot = self.observe()
+        except _PoolUnread as unread:  # no demand to decide on: report it, keep what observe learnt
+            log.warning("pool unreadable, nothing decided this pass: %s", unread.err)
+            report = PassReport(unread.now, Plan(), errors=[*self._observe_errors,
+                                                            f"pool unreadable, nothing decided: {unread.err}"])
+            self.record(report)
+            return report
         plan = self.policy.decide(snapshot)
         report = PassReport(snapshot.now, plan, errors=self._observe_errors)
         # a checkpoint observe finished requeued its job, which the pool may start by the next tick: look again then
@@ -116,13 +132,19 @@ class Reconciler:
         self._expire_intents(now)
         self._poll_checkpoints(now)
         standing = self._standing_notices(notices)
-        running = tuple(self.pool.running())  # after the checkpoints that finished left it (and requeued)
+        try:
+            running = tuple(self.pool.running())  # after the checkpoints that finished left it (and requeued)
+            pending, pool_nodes = tuple(self.pool.pending()), tuple(self.pool.nodes())
+            ratios = tuple(self.pool.runtime_ratios()), tuple(self.pool.runtime_ratio_teams())
+            team_ratios = tuple(self.pool.team_runtime_ratios())
+        except ProviderError as err:
+            raise _PoolUnread(now, err) from err
         cloud_nodes = self.nodes.snapshot_nodes(now, running)
         return Snapshot(
             now=now,
-            pending=tuple(self.pool.pending()),
+            pending=pending,
             running=running,
-            pool_nodes=tuple(self.pool.nodes()),
+            pool_nodes=pool_nodes,
             cloud_nodes=cloud_nodes,
             offerings=self._all_offerings(),
             signals=self._signals(now),
@@ -130,9 +152,9 @@ class Reconciler:
             blocked_offerings=frozenset(k for k, until in self.state.blocked.items() if until > now),
             degraded_providers=frozenset(degraded),
             spend=self._spend(now),
-            runtime_ratios=tuple(self.pool.runtime_ratios()),
-            runtime_ratio_teams=tuple(self.pool.runtime_ratio_teams()),
-            team_runtime_ratios=tuple(self.pool.team_runtime_ratios()),
+            runtime_ratios=ratios[0],
+            runtime_ratio_teams=ratios[1],
+            team_runtime_ratios=team_ratios,
         )
 
     def _expire_intents(self, now: datetime) -> None:

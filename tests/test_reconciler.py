@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -27,10 +28,17 @@ DEAR = Offering("fake", "r1", "r1b", "gpu.8x", "V100", 8, Market.ON_DEMAND, 12.0
 
 
 class FlakyPool(SimPool):
-    """The simulated pool, whose next checkpoint or drain call fails when told to."""
+    """The simulated pool, whose next checkpoint, drain or pending call fails when told to."""
 
     fail_checkpoint: ProviderError | None = None
     fail_drain: ProviderError | None = None
+    fail_pending: ProviderError | None = None
+
+    def pending(self) -> Sequence[Demand]:
+        if self.fail_pending is not None:
+            err, self.fail_pending = self.fail_pending, None
+            raise err
+        return super().pending()
 
     def checkpoint(self, node_id: str, deadline: datetime) -> CheckpointTicket:
         if self.fail_checkpoint is not None:
@@ -370,3 +378,16 @@ def test_an_intent_whose_launch_failed_and_was_not_made_again_is_forgotten_a_gra
     w.clock.advance(10)
     w.rec.run_once()
     assert w.rec.state.intents == {} and w.cloud.list_nodes() == []
+
+
+def test_a_pool_that_cannot_be_read_makes_a_pass_that_decides_nothing_and_says_why() -> None:
+    w = World()
+    w.job("a")
+    w.job("b")
+    w.pool.fail_pending = TransientError("pool: squeue timed out")
+    report = w.rec.run_once()  # does not raise
+    assert report.plan.actions == () and report.errors == ["pool unreadable, nothing decided: pool: squeue timed out"]
+    assert report.quiet_until is None and w.cloud.list_nodes() == []
+    w.clock.advance(10)
+    (launch,) = w.rec.run_once().plan.launches  # readable again: b bursts
+    assert launch.job_id == "b"
