@@ -248,8 +248,7 @@ class Reconciler:
                 elif isinstance(action, Preempt):
                     self.pool.preempt(action.job_id, action.deadline)
             except ProviderError as err:
-                report.errors.append(f"{type(action).__name__.lower()} failed: {err}")
-                log.warning("action failed (will retry next pass): %s", err)
+                _failed(report, type(action).__name__.lower(), err)
 
     def _terminate_again(self, report: PassReport) -> None:
         """Terminate again any node whose terminate failed (left terminating) or that is recorded as
@@ -259,16 +258,14 @@ class Reconciler:
             try:
                 self._drain_and_terminate(node_id, "terminate again: the last call failed")
             except ProviderError as err:
-                report.errors.append(f"terminate failed: {err}")
-                log.warning("action failed (will retry next pass): %s", err)
+                _failed(report, "terminate", err)
         for node_id, provider in sorted(self.nodes.strays.items()):
             log.warning("node %s is recorded as ended but %s lists it running: terminating it (its cost "
                         "since it was recorded as ended is not in the ledger)", node_id, provider)
             try:
                 self.providers[provider].terminate([node_id], request_id=f"term-{node_id}")
             except ProviderError as err:
-                report.errors.append(f"terminate failed: {err}")
-                log.warning("action failed (will retry next pass): %s", err)
+                _failed(report, "terminate", err)
 
     def _launch(self, a: Launch, now: datetime) -> int:
         provider = self.providers[a.offering.provider]
@@ -348,6 +345,12 @@ class Reconciler:
             self.on_event(f"{report.now:%Y-%m-%d %H:%M:%S} {line}")
         for err in report.errors:
             self.on_event(f"{report.now:%Y-%m-%d %H:%M:%S} error: {err}")
+
+
+def _failed(report: PassReport, action: str, err: ProviderError) -> None:
+    """Report an action a cloud or the pool refused; the next pass tries it again."""
+    report.errors.append(f"{action} failed: {err}")
+    log.warning("action failed (will retry next pass): %s", err)
 
 
 def placements_by_node(running: Sequence[Placement]) -> dict[str, Placement]:

@@ -34,22 +34,22 @@ class FlakyPool(SimPool):
     fail_drain: ProviderError | None = None
     fail_pending: ProviderError | None = None
 
-    def pending(self) -> Sequence[Demand]:
-        if self.fail_pending is not None:
-            err, self.fail_pending = self.fail_pending, None
+    def _fail_if_told(self, knob: str) -> None:
+        err = getattr(self, knob)
+        if err is not None:
+            setattr(self, knob, None)
             raise err
+
+    def pending(self) -> Sequence[Demand]:
+        self._fail_if_told("fail_pending")
         return super().pending()
 
     def checkpoint(self, node_id: str, deadline: datetime) -> CheckpointTicket:
-        if self.fail_checkpoint is not None:
-            err, self.fail_checkpoint = self.fail_checkpoint, None
-            raise err
+        self._fail_if_told("fail_checkpoint")
         return super().checkpoint(node_id, deadline)
 
     def drain(self, node_id: str) -> None:
-        if self.fail_drain is not None:
-            err, self.fail_drain = self.fail_drain, None
-            raise err
+        self._fail_if_told("fail_drain")
         super().drain(node_id)
 
 
