@@ -113,10 +113,11 @@ class NodeBook:
         rec = self.state.nodes.get(node_id)
         if rec is None or rec.state in _ENDED:
             return
-        if rec.state is not NodeState.TERMINATING:
-            self.state.move(node_id, NodeState.FAILED if rec.state is NodeState.REQUESTED
-                            else NodeState.TERMINATING)
-        if self.state.nodes[node_id].state is NodeState.TERMINATING:
+        if rec.state is NodeState.REQUESTED:
+            self.state.move(node_id, NodeState.FAILED, ended_at=now)
+        else:
+            if rec.state is not NodeState.TERMINATING:
+                self.state.move(node_id, NodeState.TERMINATING)
             self.state.move(node_id, NodeState.TERMINATED, ended_at=now)
         charge(node_id, now)
         self.state.tickets.pop(node_id, None)
@@ -163,13 +164,30 @@ class NodeBook:
 
     def ledger_entry(self, node_id: str, end: datetime) -> LedgerEntry:
         rec = self.state.nodes[node_id]
-        run_s = max((end - rec.launched_at).total_seconds(), 0.0)
-        billed = billing_rule(rec.provider).billed_s(run_s)
-        usd = Decimal(str(rec.offering.price_per_hour_usd)) * Decimal(billed) / Decimal(3600)
+        return self._entry(rec, rec.launched_at, end, self._billed_s(rec, end), rec.reason)
+
+    def overrun_entry(self, node_id: str, now: datetime) -> LedgerEntry | None:
+        """What a node recorded as ended but found still running (a stray) cost past its recorded
+        end, billed as one run to ``now``; the record's end moves to ``now``, so each second is
+        charged once however many times the node is found. None when billing adds nothing."""
+        rec = self.state.nodes[node_id]
+        end = rec.ended_at or rec.launched_at
+        extra = self._billed_s(rec, now) - self._billed_s(rec, end)
+        self.state.update(node_id, ended_at=max(now, end))
+        if extra <= 0:
+            return None
+        return self._entry(rec, end, now, extra, f"{rec.reason}; ran on after it was recorded as ended")
+
+    @staticmethod
+    def _billed_s(rec: NodeRecord, end: datetime) -> float:
+        return billing_rule(rec.provider).billed_s(max((end - rec.launched_at).total_seconds(), 0.0))
+
+    @staticmethod
+    def _entry(rec: NodeRecord, start: datetime, end: datetime, billed_s: float, reason: str) -> LedgerEntry:
+        usd = Decimal(str(rec.offering.price_per_hour_usd)) * Decimal(billed_s) / Decimal(3600)
         o = rec.offering
-        return LedgerEntry(node_id, rec.provider, o.market.value, o.instance_type, o.region, rec.team,
-                           rec.project, rec.sprint, rec.reason, rec.launched_at, end, billed,
-                           usd.quantize(Decimal("0.000001")))
+        return LedgerEntry(rec.node_id, rec.provider, o.market.value, o.instance_type, o.region, rec.team,
+                           rec.project, rec.sprint, reason, start, end, billed_s, usd.quantize(Decimal("0.000001")))
 
 
 def _node_id(node: Node) -> str:

@@ -253,19 +253,24 @@ class Reconciler:
     def _terminate_again(self, report: PassReport) -> None:
         """Terminate again any node whose terminate failed (left terminating) or that is recorded as
         ended while its cloud still lists it alive (listed late, or started outside us): the same
-        request id as the first terminate, so the call is idempotent."""
+        request id as the first terminate, so the call is idempotent. A stray's time past its
+        recorded end is charged once the call goes through."""
         for node_id in sorted(self.nodes.unterminated):
             try:
                 self._drain_and_terminate(node_id, "terminate again: the last call failed")
             except ProviderError as err:
                 _failed(report, "terminate", err)
         for node_id, provider in sorted(self.nodes.strays.items()):
-            log.warning("node %s is recorded as ended but %s lists it running: terminating it (its cost "
-                        "since it was recorded as ended is not in the ledger)", node_id, provider)
+            log.warning("node %s is recorded as ended but %s lists it running: terminating it and "
+                        "charging its time since", node_id, provider)
             try:
                 self.providers[provider].terminate([node_id], request_id=f"term-{node_id}")
             except ProviderError as err:
-                _failed(report, "terminate", err)
+                _failed(report, "terminate", err)  # found again next pass, and charged once it goes
+                continue
+            overrun = self.nodes.overrun_entry(node_id, self.clock.now())
+            if overrun is not None:
+                self.state.charge(overrun)
 
     def _launch(self, a: Launch, now: datetime) -> int:
         provider = self.providers[a.offering.provider]

@@ -55,7 +55,38 @@ def test_a_node_listed_again_after_it_was_taken_for_gone_is_terminated(caplog: p
         report = w.rec.run_once()  # still listed running a grace later: it goes
     assert node.node_id not in {n.node_id for n in w.cloud.list_nodes()} and not report.errors
     assert f"node {node.node_id} is recorded as ended but fake lists it running" in caplog.text
-    assert len(w.rec.state.ledger) == 1 and not w.rec.state.is_live(node.node_id)
+    assert not w.rec.state.is_live(node.node_id)
+    first, overrun = w.rec.state.ledger  # it ran on past its recorded end: that time is charged too
+    assert (overrun.start, overrun.end) == (first.end, w.clock.now())
+    assert overrun.billed_s == (w.clock.now() - first.end).total_seconds() == LISTING_GRACE_S + 10
+    assert float(overrun.usd) == pytest.approx(float(first.usd) * (LISTING_GRACE_S + 10) / LISTING_GRACE_S, abs=1e-5)
+    assert "ran on after it was recorded as ended" in overrun.reason
+    w.cloud.list_again()  # the cloud lists it a while longer: no second charge for the same time
+    w.clock.advance(LISTING_GRACE_S - 10)
+    w.rec.run_once()
+    assert len(w.rec.state.ledger) == 2
+
+
+def test_a_stray_whose_terminate_fails_is_terminated_next_pass_and_charged_once() -> None:
+    w = World()
+    w.job("a")
+    w.job("b")
+    w.rec.run_once()
+    (node,) = w.cloud.list_nodes()
+    w.cloud.list_late([node.node_id])
+    w.clock.advance(LISTING_GRACE_S)
+    w.rec.run_once()  # taken for gone
+    w.cloud.list_again()
+    w.clock.advance(LISTING_GRACE_S)
+    w.cloud.fail_next_terminate(TransientError("fake: 503 on terminate"))
+    report = w.rec.run_once()
+    assert any("503 on terminate" in e for e in report.errors) and len(w.rec.state.ledger) == 1
+    assert node.node_id in {n.node_id for n in w.cloud.list_nodes()}
+    w.clock.advance(10)
+    report = w.rec.run_once()  # the next pass finds it again at once
+    assert not report.errors and node.node_id not in {n.node_id for n in w.cloud.list_nodes()}
+    first, overrun = w.rec.state.ledger
+    assert (overrun.start, overrun.end) == (first.end, w.clock.now())
 
 
 def test_a_node_that_never_joins_the_pool_goes_at_the_join_timeout_and_its_job_bursts_again() -> None:
