@@ -90,7 +90,6 @@ class Reconciler:
         self._combined: tuple[Offering, ...] = ()
         self._settled = False  # this pass finished a checkpoint (and drained its node) while observing
         self._observe_errors: list[str] = []  # calls observe made that failed (a checkpoint's drain)
-        self._notices: dict[str, Interruption] = {}  # standing interruption notices, by node id
         self._intents_seen: dict[str, datetime] = {}  # when a pass first found each launch intent
 
     # --- the pass ------------------------------------------------------------------------------
@@ -173,16 +172,18 @@ class Reconciler:
                 del seen[rid]
 
     def _standing_notices(self, new: Sequence[Interruption]) -> tuple[Interruption, ...]:
-        """Interruption notices kept until their node ends (clouds hand each one out once): one
-        whose handling failed this pass, a checkpoint the pool refused, is handled again next pass.
+        """Interruption notices kept (in the state, so across a restart) until their node ends
+        (clouds hand each one out once): one whose handling failed this pass, a checkpoint the pool
+        refused, is handled again next pass.
         Per node the notice that ends it first; by that end, then node id."""
+        standing = self.state.notices
         for n in new:
-            kept = self._notices.get(n.node_id)
+            kept = standing.get(n.node_id)
             if kept is None or n.terminate_at < kept.terminate_at:
-                self._notices[n.node_id] = n
-        if self._notices:
-            self._notices = {k: n for k, n in self._notices.items() if self.state.is_live(k)}
-        return tuple(sorted(self._notices.values(), key=lambda n: (n.terminate_at, n.node_id)))
+                standing[n.node_id] = n
+        for node_id in [k for k in standing if not self.state.is_live(k)]:
+            del standing[node_id]
+        return tuple(sorted(standing.values(), key=lambda n: (n.terminate_at, n.node_id)))
 
     def _all_offerings(self) -> tuple[Offering, ...]:
         """All providers' offerings; the same tuple object while no provider's list changed."""

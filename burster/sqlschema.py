@@ -137,13 +137,22 @@ launch_times = Table(
     Column("seq", Integer, primary_key=True, autoincrement=False),
     Column("at", UtcDateTime, nullable=False),
 )
+notices = Table(
+    "burster_interruption_notices", metadata,  # standing until their node ends (clouds send each once)
+    Column("cluster", String(63), primary_key=True),
+    Column("node_id", String(_KEY), primary_key=True),
+    Column("provider", String(32), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("notice_at", UtcDateTime, nullable=False),
+    Column("terminate_at", UtcDateTime, nullable=False),
+)
 leases = Table(
     "burster_leases", metadata,
     Column("cluster", String(63), primary_key=True),
     Column("holder", Text, nullable=False),  # host:pid:nonce of the controller writing the cluster's state
     Column("expires_at", UtcDateTime, nullable=False),
 )
-STATE_TABLES = (intents, nodes, tickets, ledger, blocks, failed_requests, launch_times, leases)
+STATE_TABLES = (intents, nodes, tickets, ledger, blocks, failed_requests, launch_times, notices, leases)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 

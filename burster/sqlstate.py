@@ -2,7 +2,8 @@
 
 ``SqlState`` is a ``MemoryState`` whose contents outlive the process: opened on a database URL, it
 loads what an earlier controller of the same cluster left (node records, launch intents, checkpoint
-tickets, blocked offerings, the ledger and so the spend the budgets count), and the reconcile pass
+tickets, standing interruption notices, blocked offerings, the ledger and so the spend the budgets
+count), and the reconcile pass
 writes it back at the end of every pass (``commit``). A launch intent is written at once, before
 the cloud is called, so a crash between the call and the pass's end is recovered as in memory:
 the nodes carrying the intent's request id are adopted with its team, job and reason. The tables
@@ -22,7 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from burster.clock import utc_now
 from burster.errors import ConfigError, StoreError
 from burster.lifecycle import NodeState
-from burster.model import CheckpointTicket
+from burster.model import CheckpointTicket, Interruption
 from burster.plan import Launch
 from burster.redact import redact
 from burster.sqllease import LEASE_S, Lease
@@ -35,6 +36,7 @@ from burster.sqlschema import (
     launch_times,
     ledger,
     nodes,
+    notices,
     offering_from,
     offering_json,
     tickets,
@@ -95,7 +97,7 @@ class SqlState(MemoryState):
     def empty(self) -> bool:
         """Whether this cluster has no state in the store yet."""
         return not (self.nodes or self.intents or self.ledger or self.tickets or self.blocked
-                    or self.block_strikes or self.failed_requests or self.launch_times)
+                    or self.block_strikes or self.failed_requests or self.launch_times or self.notices)
 
     # --- writes the pass makes ---------------------------------------------------------------
     def put_intent(self, launch: Launch) -> None:
@@ -145,7 +147,8 @@ class SqlState(MemoryState):
             steps.append((insert(ledger), [_ledger_row(self.cluster, self._saved_ledger + k, e)
                                            for k, e in enumerate(new)]))
         saved: dict[str, Any] = {"intents": dict(self.intents), "tickets": dict(self.tickets),
-                                 "blocks": self._blocks(), "failed": dict(self.failed_requests)}
+                                 "blocks": self._blocks(), "failed": dict(self.failed_requests),
+                                 "notices": dict(self.notices)}
         for name, now in saved.items():
             steps += self._keyed_steps(name, now)
         saved["times"] = times = list(self.launch_times)
@@ -243,11 +246,15 @@ class SqlState(MemoryState):
                 self.block_strikes[r["offering_key"]] = r["strikes"]
         for r in conn.execute(select(failed_requests).where(failed_requests.c.cluster == mine)).mappings():
             self.failed_requests[r["request_id"]] = r["tries"]
+        for r in conn.execute(select(notices).where(notices.c.cluster == mine)).mappings():
+            self.notices[r["node_id"]] = Interruption(r["node_id"], r["provider"], r["kind"], r["notice_at"],
+                                                      r["terminate_at"])
         rows = conn.execute(select(launch_times.c.at).where(launch_times.c.cluster == mine)
                             .order_by(launch_times.c.seq))
         self.launch_times = [r[0] for r in rows]
         self._saved = {"intents": dict(self.intents), "tickets": dict(self.tickets), "blocks": self._blocks(),
-                       "failed": dict(self.failed_requests), "times": list(self.launch_times)}
+                       "failed": dict(self.failed_requests), "notices": dict(self.notices),
+                       "times": list(self.launch_times)}
 
 
 _GONE = object()
@@ -258,6 +265,8 @@ _KEYED: dict[str, tuple[Table, Any, Any]] = {
                                                        "saved_s": t.saved_s}),
     "blocks": (blocks, blocks.c.offering_key, lambda v: {"blocked_until": v[0], "strikes": v[1]}),
     "failed": (failed_requests, failed_requests.c.request_id, lambda tries: {"tries": tries}),
+    "notices": (notices, notices.c.node_id, lambda n: {"provider": n.provider, "kind": n.kind,
+                                                       "notice_at": n.notice_at, "terminate_at": n.terminate_at}),
 }
 
 

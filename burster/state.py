@@ -15,7 +15,7 @@ from decimal import Decimal
 
 from burster.budget_period import share_since
 from burster.lifecycle import NodeState, transition
-from burster.model import CheckpointTicket, Offering
+from burster.model import CheckpointTicket, Interruption, Offering
 from burster.plan import Launch
 
 
@@ -68,6 +68,7 @@ class MemoryState:
     block_strikes: dict[str, int] = field(default_factory=dict)  # offering key -> capacity errors in a row
     launch_times: list[datetime] = field(default_factory=list)
     failed_requests: dict[str, int] = field(default_factory=dict)  # plan request id -> failed or spent attempts
+    notices: dict[str, Interruption] = field(default_factory=dict)  # standing interruption notices, by node id
     spent_usd: float = 0.0
     spent_by_team: dict[str, float] = field(default_factory=dict)
     _live: dict[str, None] = field(default_factory=dict)  # ids of live nodes, in launch order

@@ -1,5 +1,5 @@
-"""The reconcile pass over a SQL store: what it records is in the database when the pass ends, and
-a launch whose intent the store cannot keep is not made."""
+"""The reconcile pass over a SQL store: what it records is in the database when the pass ends, a
+launch whose intent the store cannot keep is not made, and a standing notice outlives a restart."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from burster.errors import StoreError
+from burster.errors import StoreError, TransientError
 from burster.reconciler import Reconciler
 from burster.sqlstate import SqlState
 from tests.test_budget_period import FEB_1, JAN_31_22H, ledger_entry
 from tests.test_budget_period import World as BudgetWorld
+from tests.test_reconcile_failures import _running_on_a_burst_node
 from tests.test_reconciler import CHEAP, World
 
 
@@ -69,3 +70,25 @@ def test_a_controller_restarted_in_a_new_month_counts_only_its_spend(store_url: 
         assert bool(report.plan.launches) is bursts and bool(report.plan.refused) is not bursts
         assert state.spent_usd == 95.0
         state.close()
+
+
+def test_an_interruption_notice_outlives_a_restart(store_url: str) -> None:
+    """Clouds send a notice once (AWS's queue message is deleted once read): one whose checkpoint
+    the pool refused must still be handled by the controller that takes over."""
+    w = World()
+    state = _on_store(w, store_url)
+    node_id = _running_on_a_burst_node(w)
+    w.cloud.interrupt(node_id, notice_s=120)
+    w.pool.fail_checkpoint = TransientError("pool: slurmctld not responding")
+    w.clock.advance(10)
+    assert w.rec.run_once().errors
+    assert list(SqlState.read(store_url).notices) == [node_id]
+    state.close()  # the controller goes away before the notice was handled
+    _on_store(w, store_url)
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    assert [a.node_id for a in report.plan.checkpoints] == [node_id] and not report.errors
+    w.clock.advance(w.pool.checkpoint_s)
+    w.pool.events.run_until(w.clock.now())
+    w.rec.run_once()  # checkpoint written: drained and terminated, and the notice goes with its node
+    assert not w.rec.state.is_live(node_id) and SqlState.read(store_url).notices == {}

@@ -171,7 +171,7 @@ def test_the_migrations_build_the_schema_the_code_reads(store_url: str) -> None:
         version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
     engine.dispose()
     assert diff == []
-    assert version == "0002"
+    assert version == "0003"
 
 
 def test_the_alembic_command_migrates_a_store_by_its_url(sqlite_url: str) -> None:
@@ -180,7 +180,7 @@ def test_the_alembic_command_migrates_a_store_by_its_url(sqlite_url: str) -> Non
     alembic = [sys.executable, "-m", "alembic", "-c", ini, "-x", f"url={sqlite_url}"]
     subprocess.run([*alembic, "upgrade", "head"], check=True, capture_output=True, cwd="/")
     current = subprocess.run([*alembic, "current"], check=True, capture_output=True, text=True, cwd="/")
-    assert "0002 (head)" in current.stdout
+    assert "0003 (head)" in current.stdout
     assert SqlState.read(sqlite_url).empty
 
 

@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from burster.budget_period import share_since
 from burster.lifecycle import TRANSITIONS, NodeState
-from burster.model import CheckpointTicket, Market, Offering
+from burster.model import CheckpointTicket, Interruption, Market, Offering
 from burster.plan import Launch
 from burster.sqlstate import SqlState
 from burster.state import LedgerEntry, NodeRecord
@@ -37,7 +37,7 @@ def _view(state: SqlState) -> dict[str, Any]:
         "live_by": {p: [r.node_id for r in state.live_of(p)] for p in ("aws", "gcp")},
         "intents": dict(state.intents), "tickets": dict(state.tickets), "ledger": list(state.ledger),
         "blocked": dict(state.blocked), "strikes": dict(state.block_strikes),
-        "failed": dict(state.failed_requests), "times": list(state.launch_times),
+        "failed": dict(state.failed_requests), "times": list(state.launch_times), "notices": dict(state.notices),
         "spent": state.spent_usd, "by_team": dict(state.spent_by_team), "this_period": state.spent_since(PERIOD),
         "spent_requests": sorted(r.request_id for r in state.nodes.values() if state.request_spent(r.request_id)),
     })
@@ -107,6 +107,14 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(key=st.sampled_from(KEYS))
     def drop_ticket(self, key: str) -> None:
         self.state.tickets.pop(key, None)
+
+    @rule(key=st.sampled_from(KEYS), kind=st.sampled_from(["spot-interruption", "rebalance"]), at=times)
+    def notice(self, key: str, kind: str, at: datetime) -> None:
+        self.state.notices[key] = Interruption(key, "aws", kind, at, at + timedelta(seconds=120))
+
+    @rule(key=st.sampled_from(KEYS))
+    def drop_notice(self, key: str) -> None:
+        self.state.notices.pop(key, None)
 
     @rule(key=st.sampled_from(KEYS), until=st.one_of(st.none(), times), strikes=st.one_of(st.none(), st.integers(1, 4)))
     def block(self, key: str, until: datetime | None, strikes: int | None) -> None:

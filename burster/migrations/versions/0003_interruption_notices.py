@@ -1,0 +1,32 @@
+"""Interruption notices standing until their node ends, so a restarted controller still handles them.
+
+Revision ID: 0003
+Revises: 0002
+Create Date: 2026-11-28
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0003"
+down_revision = "0002"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "burster_interruption_notices",
+        sa.Column("cluster", sa.String(63), primary_key=True),
+        sa.Column("node_id", sa.String(200), primary_key=True),
+        sa.Column("provider", sa.String(32), nullable=False),
+        sa.Column("kind", sa.String(32), nullable=False),
+        sa.Column("notice_at", sa.DateTime, nullable=False),
+        sa.Column("terminate_at", sa.DateTime, nullable=False),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("burster_interruption_notices")
