@@ -160,13 +160,34 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 def upgrade(engine: Engine) -> None:
     """Bring the database's schema to the newest migration (Alembic ``upgrade head``)."""
     from alembic import command
+
+    cfg = _alembic_config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+
+def schema_lag(engine: Engine) -> str | None:
+    """Why the database's schema is not the one this code reads (None when it is), changing nothing."""
+    from alembic.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    with engine.connect() as conn:
+        current = MigrationContext.configure(conn).get_current_revision()
+    if current == head:
+        return None
+    if current is None:
+        return "it holds no burster state (no schema)"
+    return f"its schema is at revision {current}, this burster reads {head}"
+
+
+def _alembic_config() -> Any:
     from alembic.config import Config
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+    return cfg
 
 
 def offering_json(o: Offering) -> dict[str, Any]:

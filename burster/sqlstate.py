@@ -39,6 +39,7 @@ from burster.sqlschema import (
     notices,
     offering_from,
     offering_json,
+    schema_lag,
     tickets,
     upgrade,
 )
@@ -72,7 +73,8 @@ class SqlState(MemoryState):
 
     @classmethod
     def read(cls, url: str, cluster: str = "default") -> SqlState:
-        """The state of ``cluster`` as it is now, to read (reports, tests), not to run a controller on."""
+        """The state of ``cluster`` as it is now, to read (reports, tests), not to run a controller on;
+        nothing in the database changes (StoreError if its schema is not this code's: none, or older)."""
         return cls._open(url, cluster, None)
 
     @classmethod
@@ -84,7 +86,13 @@ class SqlState(MemoryState):
                               f"({_why(err)}); e.g. sqlite:///burster.db or "
                               "postgresql+psycopg2://user@host/db (pip install 'burster[postgres]')") from err
         try:
-            upgrade(engine)
+            if lease is None:  # a reader changes nothing, the schema included
+                lag = schema_lag(engine)
+                if lag is not None:
+                    raise StoreError(f"cannot be read: {lag}; a controller opening it migrates it, or run "
+                                     "the Alembic upgrade in docs/state.md")
+            else:
+                upgrade(engine)
             return cls(engine, cluster, lease)
         except SQLAlchemyError as err:
             engine.dispose()

@@ -233,3 +233,20 @@ def test_a_naive_time_is_refused_not_shifted(sqlite_url: str) -> None:
     sql.launch_times = [datetime(2026, 3, 2, 9)]
     with pytest.raises(StoreError, match="naive datetime"):
         sql.commit()
+
+
+def test_reading_a_store_changes_nothing_and_says_what_to_do_when_its_schema_lags(sqlite_url: str) -> None:
+    """A report run with read-only credentials must not migrate (or create) the controller's tables."""
+    with pytest.raises(StoreError, match="holds no burster state"):
+        SqlState.read(sqlite_url)
+    ini = str(MIGRATIONS / "alembic.ini")
+    alembic = [sys.executable, "-m", "alembic", "-c", ini, "-x", f"url={sqlite_url}"]
+    subprocess.run([*alembic, "upgrade", "0002"], check=True, capture_output=True, cwd="/")
+    with pytest.raises(StoreError, match=r"schema is at revision 0002, this burster reads 0003.*docs/state.md"):
+        SqlState.read(sqlite_url)
+    engine = sa.create_engine(sqlite_url)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == "0002"
+    engine.dispose()
+    SqlState.open(sqlite_url).close()  # a controller migrates it
+    assert SqlState.read(sqlite_url).empty
