@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -11,7 +12,7 @@ from burster.budget_period import share_since
 from burster.lifecycle import TRANSITIONS, NodeState
 from burster.model import Node, Placement
 from burster.plan import Launch
-from burster.state import LedgerEntry, MemoryState, NodeRecord
+from burster.state import EndWatch, LedgerEntry, MemoryState, NodeRecord
 
 # The path a record takes to reach a state the cloud reports, through legal transitions only.
 _FORWARD = (NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY)
@@ -76,10 +77,17 @@ class NodeBook:
         intent of ours launched it), follow states, end vanished ones
         (once older than ``listing_grace_s``), and note in ``strays`` nodes recorded as ended (for
         ``listing_grace_s`` or more) and in ``unterminated`` nodes left terminating (the call
-        failed) that a listing shows alive."""
+        failed) that a listing shows alive. An ended record listed running is charged up to each
+        such listing, and up to the first that leaves it out (as a live node is) unless the
+        controller's terminate of it went through first (``terminated_stray``); it is a stray a
+        grace after its first recorded end, or at once if listings had left it out (taken for
+        gone). What is watched is in the state (``MemoryState.watched``), so a restart keeps it."""
         records = self.state.nodes
         self.strays, self.unterminated = {}, set()
         grace = timedelta(seconds=self.listing_grace_s)
+        watched = self.state.watched
+        for node_id in [i for i, w in watched.items() if not w.running and now - w.ended_at >= grace]:
+            del watched[node_id]  # taken for gone a grace ago: the rule for every ended record covers it
         for provider, nodes in listed.items():
             seen = set()
             for n in nodes:
@@ -96,9 +104,13 @@ class NodeBook:
                         self.ended(n.node_id, n.ended_at or now, charge)
                 elif n.state in _ENDED:
                     self.ended(n.node_id, n.ended_at or now, charge)
-                elif rec.state in _ENDED:  # listed alive a grace after it ended: not just a late listing
-                    if n.state in _FORWARD and now - (rec.ended_at or rec.launched_at) >= grace:
-                        self.strays[n.node_id] = provider
+                elif rec.state in _ENDED:
+                    if n.state in _FORWARD:  # running on: charged; a late listing of its end only so long
+                        w = watched.get(n.node_id) or EndWatch(rec.ended_at or rec.launched_at, unseen=False)
+                        self._charge_overrun(n.node_id, now)
+                        watched[n.node_id] = replace(w, running=True)
+                        if w.unseen or now - w.ended_at >= grace:
+                            self.strays[n.node_id] = provider
                 elif rec.state is NodeState.TERMINATING and n.state in _FORWARD:
                     self.unterminated.add(n.node_id)
                 elif rec.state is not n.state:
@@ -108,6 +120,11 @@ class NodeBook:
             for rec in self.state.live_of(provider):
                 if rec.node_id not in seen and now - rec.launched_at >= grace:
                     self.ended(rec.node_id, now, charge)  # gone: preempted or removed outside us
+                    watched[rec.node_id] = EndWatch(now, unseen=True)
+            for node_id in [i for i, w in watched.items()
+                            if w.running and i not in seen and records[i].provider == provider]:
+                self._charge_overrun(node_id, now)  # gone at last: charged to the listing without it
+                del watched[node_id]
 
     def ended(self, node_id: str, now: datetime, charge: Callable[[str, datetime], None]) -> None:
         rec = self.state.nodes.get(node_id)
@@ -166,17 +183,19 @@ class NodeBook:
         rec = self.state.nodes[node_id]
         return self._entry(rec, rec.launched_at, end, self._billed_s(rec, end), rec.reason)
 
-    def overrun_entry(self, node_id: str, now: datetime) -> LedgerEntry | None:
-        """What a node recorded as ended but found still running (a stray) cost past its recorded
-        end, billed as one run to ``now``; the record's end moves to ``now``, so each second is
-        charged once however many times the node is found. None when billing adds nothing."""
+    def terminated_stray(self, node_id: str) -> None:
+        """This controller's terminate of a stray went through: its end is charged already."""
+        self.state.watched.pop(node_id, None)
+
+    def _charge_overrun(self, node_id: str, now: datetime) -> None:
+        """Charge what a stray cost past its recorded end, billed as one run to ``now``, and move
+        the record's end to ``now``: each second is charged once however often the node is found."""
         rec = self.state.nodes[node_id]
         end = rec.ended_at or rec.launched_at
         extra = self._billed_s(rec, now) - self._billed_s(rec, end)
         self.state.update(node_id, ended_at=max(now, end))
-        if extra <= 0:
-            return None
-        return self._entry(rec, end, now, extra, f"{rec.reason}; ran on after it was recorded as ended")
+        if extra > 0:
+            self.state.charge(self._entry(rec, end, now, extra, f"{rec.reason}; ran on after it was recorded as ended"))
 
     @staticmethod
     def _billed_s(rec: NodeRecord, end: datetime) -> float:

@@ -4,9 +4,9 @@
   a pool that cannot be read makes a pass that decides nothing and says why.
   Interruption notices stand until their node ends; a failed checkpoint poll or drain is retried.
   A node a listing leaves out ends only once older than ``listing_grace_s`` (clouds list new
-  instances late); one recorded as ended that a listing still shows alive a grace later, or
-  one whose terminate call failed, is terminated again. A launch intent no node answers within
-  that grace is forgotten.
+  instances late); one recorded as ended that a listing still shows alive a grace later (at once
+  if listings had left it out), or one whose terminate call failed, is terminated again, its time
+  past the recorded end charged. A launch intent no node answers within that grace is forgotten.
 - decide is the policy's pure function of the Snapshot (guards included).
 - actuate writes intents before calling out, uses the plan's request ids, and reports a failing
   action instead of stopping the pass; capacity errors block the offering for ``block_s``.
@@ -254,8 +254,8 @@ class Reconciler:
     def _terminate_again(self, report: PassReport) -> None:
         """Terminate again any node whose terminate failed (left terminating) or that is recorded as
         ended while its cloud still lists it alive (listed late, or started outside us): the same
-        request id as the first terminate, so the call is idempotent. A stray's time past its
-        recorded end is charged once the call goes through."""
+        request id as the first terminate, so the call is idempotent (a stray's time past its
+        recorded end was charged as observe found it)."""
         for node_id in sorted(self.nodes.unterminated):
             try:
                 self._drain_and_terminate(node_id, "terminate again: the last call failed")
@@ -267,11 +267,9 @@ class Reconciler:
             try:
                 self.providers[provider].terminate([node_id], request_id=f"term-{node_id}")
             except ProviderError as err:
-                _failed(report, "terminate", err)  # found again next pass, and charged once it goes
+                _failed(report, "terminate", err)  # a stray still: terminated again next pass
                 continue
-            overrun = self.nodes.overrun_entry(node_id, self.clock.now())
-            if overrun is not None:
-                self.state.charge(overrun)
+            self.nodes.terminated_stray(node_id)
 
     def _launch(self, a: Launch, now: datetime) -> int:
         provider = self.providers[a.offering.provider]

@@ -146,13 +146,21 @@ notices = Table(
     Column("notice_at", UtcDateTime, nullable=False),
     Column("terminate_at", UtcDateTime, nullable=False),
 )
+watched_ends = Table(
+    "burster_watched_ends", metadata,  # ended nodes listings are still watched for (state.EndWatch)
+    Column("cluster", String(63), primary_key=True),
+    Column("node_id", String(_KEY), primary_key=True),
+    Column("ended_at", UtcDateTime, nullable=False),
+    Column("unseen", Boolean, nullable=False),
+    Column("running", Boolean, nullable=False),
+)
 leases = Table(
     "burster_leases", metadata,
     Column("cluster", String(63), primary_key=True),
     Column("holder", Text, nullable=False),  # host:pid:nonce of the controller writing the cluster's state
     Column("expires_at", UtcDateTime, nullable=False),
 )
-STATE_TABLES = (intents, nodes, tickets, ledger, blocks, failed_requests, launch_times, notices, leases)
+STATE_TABLES = (intents, nodes, tickets, ledger, blocks, failed_requests, launch_times, notices, watched_ends, leases)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 

@@ -2,12 +2,12 @@
 
 ``SqlState`` is a ``MemoryState`` whose contents outlive the process: opened on a database URL, it
 loads what an earlier controller of the same cluster left (node records, launch intents, checkpoint
-tickets, standing interruption notices, blocked offerings, the ledger and so the spend the budgets
-count), and the reconcile pass
-writes it back at the end of every pass (``commit``). A launch intent is written at once, before
-the cloud is called, so a crash between the call and the pass's end is recovered as in memory:
-the nodes carrying the intent's request id are adopted with its team, job and reason. The tables
-are ``burster.sqlschema``'s, migrated by Alembic when the store is opened.
+tickets, standing interruption notices, ended nodes still watched for, blocked offerings, the ledger
+and so the spend the budgets count), and the reconcile pass writes it back at the end of every pass
+(``commit``). A launch intent is written at once, before the cloud is called, so a crash between the
+call and the pass's end is recovered as in memory: the nodes carrying the intent's request id are
+adopted with its team, job and reason. The tables are ``burster.sqlschema``'s, migrated by Alembic
+when the store is opened.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ from burster.sqlschema import (
     schema_lag,
     tickets,
     upgrade,
+    watched_ends,
 )
-from burster.state import LedgerEntry, MemoryState, NodeRecord
+from burster.state import EndWatch, LedgerEntry, MemoryState, NodeRecord
 
 
 class SqlState(MemoryState):
@@ -105,7 +106,8 @@ class SqlState(MemoryState):
     def empty(self) -> bool:
         """Whether this cluster has no state in the store yet."""
         return not (self.nodes or self.intents or self.ledger or self.tickets or self.blocked
-                    or self.block_strikes or self.failed_requests or self.launch_times or self.notices)
+                    or self.block_strikes or self.failed_requests or self.launch_times or self.notices
+                    or self.watched)
 
     # --- writes the pass makes ---------------------------------------------------------------
     def put_intent(self, launch: Launch) -> None:
@@ -156,7 +158,7 @@ class SqlState(MemoryState):
                                            for k, e in enumerate(new)]))
         saved: dict[str, Any] = {"intents": dict(self.intents), "tickets": dict(self.tickets),
                                  "blocks": self._blocks(), "failed": dict(self.failed_requests),
-                                 "notices": dict(self.notices)}
+                                 "notices": dict(self.notices), "watched": dict(self.watched)}
         for name, now in saved.items():
             steps += self._keyed_steps(name, now)
         saved["times"] = times = list(self.launch_times)
@@ -254,6 +256,8 @@ class SqlState(MemoryState):
                 self.block_strikes[r["offering_key"]] = r["strikes"]
         for r in conn.execute(select(failed_requests).where(failed_requests.c.cluster == mine)).mappings():
             self.failed_requests[r["request_id"]] = r["tries"]
+        for r in conn.execute(select(watched_ends).where(watched_ends.c.cluster == mine)).mappings():
+            self.watched[r["node_id"]] = EndWatch(r["ended_at"], r["unseen"], r["running"])
         for r in conn.execute(select(notices).where(notices.c.cluster == mine)).mappings():
             self.notices[r["node_id"]] = Interruption(r["node_id"], r["provider"], r["kind"], r["notice_at"],
                                                       r["terminate_at"])
@@ -262,7 +266,7 @@ class SqlState(MemoryState):
         self.launch_times = [r[0] for r in rows]
         self._saved = {"intents": dict(self.intents), "tickets": dict(self.tickets), "blocks": self._blocks(),
                        "failed": dict(self.failed_requests), "notices": dict(self.notices),
-                       "times": list(self.launch_times)}
+                       "watched": dict(self.watched), "times": list(self.launch_times)}
 
 
 _GONE = object()
@@ -275,6 +279,8 @@ _KEYED: dict[str, tuple[Table, Any, Any]] = {
     "failed": (failed_requests, failed_requests.c.request_id, lambda tries: {"tries": tries}),
     "notices": (notices, notices.c.node_id, lambda n: {"provider": n.provider, "kind": n.kind,
                                                        "notice_at": n.notice_at, "terminate_at": n.terminate_at}),
+    "watched": (watched_ends, watched_ends.c.node_id, lambda w: {"ended_at": w.ended_at, "unseen": w.unseen,
+                                                                 "running": w.running}),
 }
 
 

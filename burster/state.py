@@ -40,6 +40,15 @@ class NodeRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class EndWatch:
+    """A node recorded as ended that listings are still watched for (``NodeBook.sync``)."""
+
+    ended_at: datetime  # its first recorded end
+    unseen: bool  # ended because listings left it out: listed again, it is surely running
+    running: bool = False  # listed running since: charged up to each such listing
+
+
+@dataclass(frozen=True, slots=True)
 class LedgerEntry:
     """Money one node cost, attributed to who and what caused it. USD as Decimal."""
 
@@ -69,6 +78,7 @@ class MemoryState:
     launch_times: list[datetime] = field(default_factory=list)
     failed_requests: dict[str, int] = field(default_factory=dict)  # plan request id -> failed or spent attempts
     notices: dict[str, Interruption] = field(default_factory=dict)  # standing interruption notices, by node id
+    watched: dict[str, EndWatch] = field(default_factory=dict)  # ended nodes listings are watched for, by id
     spent_usd: float = 0.0
     spent_by_team: dict[str, float] = field(default_factory=dict)
     _live: dict[str, None] = field(default_factory=dict)  # ids of live nodes, in launch order

@@ -31,7 +31,8 @@ def test_a_new_node_a_listing_leaves_out_is_kept_not_orphaned() -> None:
     assert report.plan.launches == () and w.cloud.list_nodes() == [node]
 
 
-def test_a_node_listed_again_after_it_was_taken_for_gone_is_terminated(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_node_listed_again_after_it_was_taken_for_gone_is_terminated_and_charged(
+        caplog: pytest.LogCaptureFixture) -> None:
     w = World()
     w.job("a")
     w.job("b")  # the node's job, so it is not reclaimed as idle meanwhile
@@ -49,22 +50,40 @@ def test_a_node_listed_again_after_it_was_taken_for_gone_is_terminated(caplog: p
     w.cloud.list_again()
     w.clock.advance(10)
     with caplog.at_level("WARNING", logger="burster.reconcile"):
-        w.rec.run_once()  # listed again soon after it ended: maybe a late listing of an end, let be
-        assert node.node_id in {n.node_id for n in w.cloud.list_nodes()} and not caplog.text
-        w.clock.advance(LISTING_GRACE_S)
-        report = w.rec.run_once()  # still listed running a grace later: it goes
+        report = w.rec.run_once()  # listed running after it was taken for gone: it goes at once
     assert node.node_id not in {n.node_id for n in w.cloud.list_nodes()} and not report.errors
     assert f"node {node.node_id} is recorded as ended but fake lists it running" in caplog.text
     assert not w.rec.state.is_live(node.node_id)
     first, overrun = w.rec.state.ledger  # it ran on past its recorded end: that time is charged too
     assert (overrun.start, overrun.end) == (first.end, w.clock.now())
-    assert overrun.billed_s == (w.clock.now() - first.end).total_seconds() == LISTING_GRACE_S + 10
-    assert float(overrun.usd) == pytest.approx(float(first.usd) * (LISTING_GRACE_S + 10) / LISTING_GRACE_S, abs=1e-5)
+    assert overrun.billed_s == (w.clock.now() - first.end).total_seconds() == 10
+    assert float(overrun.usd) == pytest.approx(float(first.usd) * 10 / LISTING_GRACE_S, abs=1e-5)
     assert "ran on after it was recorded as ended" in overrun.reason
-    w.cloud.list_again()  # the cloud lists it a while longer: no second charge for the same time
-    w.clock.advance(LISTING_GRACE_S - 10)
-    w.rec.run_once()
-    assert len(w.rec.state.ledger) == 2
+
+
+def test_a_node_listed_running_after_its_terminate_is_let_be_for_a_grace_then_terminated_again(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A listing soon after a terminate may lag it; one a grace later that still shows the node
+    running does not: the node goes again. Its time since the first terminate is charged as listings
+    show it running (a lagging listing errs on the dear side), each second once."""
+    w = World()
+    w.cloud.launch(CHEAP, 1, request_id="prewarm-1")
+    w.rec.run_once()  # adopts the idle node
+    w.clock.advance(3600)
+    w.cloud.ignore_next_terminate()
+    w.rec.run_once()  # idle past its TTL: terminated, but the cloud lists it running on
+    (node,) = w.cloud.list_nodes()
+    (first,) = w.rec.state.ledger
+    with caplog.at_level("WARNING", logger="burster.reconcile"):
+        w.clock.advance(LISTING_GRACE_S - 10)
+        w.rec.run_once()
+        assert w.cloud.list_nodes() == [node] and not caplog.text
+        w.clock.advance(10)
+        w.rec.run_once()
+    assert w.cloud.list_nodes() == [] and "is recorded as ended but fake lists it running" in caplog.text
+    _, lagging, stray = w.rec.state.ledger
+    assert [(e.start, e.billed_s) for e in (lagging, stray)] == [(first.end, LISTING_GRACE_S - 10), (lagging.end, 10)]
+    assert stray.end == w.clock.now()
 
 
 def test_a_stray_whose_terminate_fails_is_terminated_next_pass_and_charged_once() -> None:
@@ -77,16 +96,43 @@ def test_a_stray_whose_terminate_fails_is_terminated_next_pass_and_charged_once(
     w.clock.advance(LISTING_GRACE_S)
     w.rec.run_once()  # taken for gone
     w.cloud.list_again()
-    w.clock.advance(LISTING_GRACE_S)
+    w.clock.advance(10)
     w.cloud.fail_next_terminate(TransientError("fake: 503 on terminate"))
-    report = w.rec.run_once()
-    assert any("503 on terminate" in e for e in report.errors) and len(w.rec.state.ledger) == 1
+    report = w.rec.run_once()  # charged up to this listing, which shows it running
+    assert any("503 on terminate" in e for e in report.errors)
     assert node.node_id in {n.node_id for n in w.cloud.list_nodes()}
+    assert [e.end for e in w.rec.state.ledger][1:] == [w.clock.now()]
     w.clock.advance(10)
     report = w.rec.run_once()  # the next pass finds it again at once
     assert not report.errors and node.node_id not in {n.node_id for n in w.cloud.list_nodes()}
-    first, overrun = w.rec.state.ledger
-    assert (overrun.start, overrun.end) == (first.end, w.clock.now())
+    ended = w.clock.now()
+    w.clock.advance(10)
+    w.rec.run_once()
+    assert [e.node_id for e in w.rec.state.ledger] == [node.node_id] * 3  # no piece charged twice
+    assert sum(e.billed_s for e in w.rec.state.ledger) == (ended - node.launched_at).total_seconds()
+
+
+def test_a_stray_that_goes_before_it_is_terminated_is_charged_to_the_listing_without_it() -> None:
+    """As a live node that vanishes is: what ran between the listings is not known, so the later one counts."""
+    w = World()
+    w.job("a")
+    w.job("b")
+    w.rec.run_once()
+    (node,) = w.cloud.list_nodes()
+    w.cloud.list_late([node.node_id])
+    w.clock.advance(LISTING_GRACE_S)
+    w.rec.run_once()  # taken for gone
+    w.cloud.list_again()
+    w.clock.advance(10)
+    w.cloud.fail_next_terminate(TransientError("fake: 503 on terminate"))
+    w.rec.run_once()  # a stray, charged to now; its terminate fails
+    w.cloud.terminate([node.node_id], request_id="outside")  # and someone else removes it
+    w.clock.advance(30)
+    w.rec.run_once()
+    assert sum(e.billed_s for e in w.rec.state.ledger) == (w.clock.now() - node.launched_at).total_seconds()
+    w.clock.advance(10)
+    w.rec.run_once()
+    assert len(w.rec.state.ledger) == 3 and not w.rec.state.watched
 
 
 def test_a_node_that_never_joins_the_pool_goes_at_the_join_timeout_and_its_job_bursts_again() -> None:

@@ -1,5 +1,5 @@
 """An in-memory CloudProvider with fault injection: ``fail_next_launch``, ``throttle_next``, ``partial_next``,
-``fail_next_list``, ``fail_next_terminate``, ``list_late``."""
+``fail_next_list``, ``fail_next_terminate``, ``ignore_next_terminate``, ``list_late``."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ class FakeCloudProvider:
         self._fail_list: ProviderError | None = None
         self._unlisted: set[str] = set()
         self._fail_terminate: ProviderError | None = None
+        self._ignore_terminate = False
         self.api_calls = 0
 
     # --- fault knobs ---------------------------------------------------------------------
@@ -57,6 +58,11 @@ class FakeCloudProvider:
 
     def fail_next_terminate(self, error: ProviderError) -> None:
         self._fail_terminate = error
+
+    def ignore_next_terminate(self) -> None:
+        """The next terminate call succeeds but its nodes run on (listings keep showing them running,
+        as a listing that lags a terminate does)."""
+        self._ignore_terminate = True
 
     def list_late(self, node_ids: Sequence[str]) -> None:
         """Leave these nodes out of listings until ``list_again`` (EC2 lists new instances late)."""
@@ -132,6 +138,9 @@ class FakeCloudProvider:
         if self._fail_terminate is not None:
             err, self._fail_terminate = self._fail_terminate, None
             raise err
+        if self._ignore_terminate:
+            self._ignore_terminate = False
+            return
         for node_id in node_ids:
             node = self._nodes.get(node_id)
             if node is not None:

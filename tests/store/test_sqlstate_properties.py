@@ -20,7 +20,7 @@ from burster.lifecycle import TRANSITIONS, NodeState
 from burster.model import CheckpointTicket, Interruption, Market, Offering
 from burster.plan import Launch
 from burster.sqlstate import SqlState
-from burster.state import LedgerEntry, NodeRecord
+from burster.state import EndWatch, LedgerEntry, NodeRecord
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
 OFFERS = [Offering("aws", "us-east-1", "us-east-1a", "g5.xlarge", "A10G", 1, Market.SPOT, 0.5),
@@ -38,6 +38,7 @@ def _view(state: SqlState) -> dict[str, Any]:
         "intents": dict(state.intents), "tickets": dict(state.tickets), "ledger": list(state.ledger),
         "blocked": dict(state.blocked), "strikes": dict(state.block_strikes),
         "failed": dict(state.failed_requests), "times": list(state.launch_times), "notices": dict(state.notices),
+        "watched": dict(state.watched),
         "spent": state.spent_usd, "by_team": dict(state.spent_by_team), "this_period": state.spent_since(PERIOD),
         "spent_requests": sorted(r.request_id for r in state.nodes.values() if state.request_spent(r.request_id)),
     })
@@ -115,6 +116,14 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(key=st.sampled_from(KEYS))
     def drop_notice(self, key: str) -> None:
         self.state.notices.pop(key, None)
+
+    @rule(key=st.sampled_from(KEYS), at=times, unseen=st.booleans(), running=st.booleans())
+    def watch(self, key: str, at: datetime, unseen: bool, running: bool) -> None:
+        self.state.watched[key] = EndWatch(at, unseen, running)
+
+    @rule(key=st.sampled_from(KEYS))
+    def unwatch(self, key: str) -> None:
+        self.state.watched.pop(key, None)
 
     @rule(key=st.sampled_from(KEYS), until=st.one_of(st.none(), times), strikes=st.one_of(st.none(), st.integers(1, 4)))
     def block(self, key: str, until: datetime | None, strikes: int | None) -> None:

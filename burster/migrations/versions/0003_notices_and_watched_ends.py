@@ -1,4 +1,5 @@
-"""Interruption notices standing until their node ends, so a restarted controller still handles them.
+"""What a restarted controller must not forget: interruption notices standing until their node
+ends, and ended nodes listings are still watched for (one found running on is charged and terminated).
 
 Revision ID: 0003
 Revises: 0002
@@ -28,5 +29,16 @@ def upgrade() -> None:
     )
 
 
+    op.create_table(
+        "burster_watched_ends",
+        sa.Column("cluster", sa.String(63), primary_key=True),
+        sa.Column("node_id", sa.String(200), primary_key=True),
+        sa.Column("ended_at", sa.DateTime, nullable=False),
+        sa.Column("unseen", sa.Boolean, nullable=False),
+        sa.Column("running", sa.Boolean, nullable=False),
+    )
+
+
 def downgrade() -> None:
+    op.drop_table("burster_watched_ends")
     op.drop_table("burster_interruption_notices")

@@ -1,0 +1,271 @@
+"""Hypothesis drives the reconcile pass through any mix of the faults clouds and pools show: refused
+and throttled launches, partial gangs, failed listings and terminates, late listings, interruption
+notices and preemptions, nodes removed outside the controller, a pool that fails to checkpoint,
+drain or list, and controller restarts (a new Reconciler on the same state, as from a store).
+
+Whatever happened, once the faults stop and the jobs are done the controller must have given every
+node back (none left running, none it still counts live, no intent) and the ledger must have paid
+for each node's whole run, once: at least the time the cloud ran it (billed, 60 s minimum), at
+most until the first listing that surely shows it gone (one past its end and past the listing
+grace after its launch).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from hypothesis import HealthCheck, event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from burster.billing import billing_rule
+from burster.clock import FakeClock
+from burster.errors import CapacityError, ProviderError, TransientError
+from burster.lifecycle import NodeState
+from burster.model import Demand, Market, Node, Offering
+from burster.reconcile_nodes import LISTING_GRACE_S
+from burster.reconciler import Reconciler
+from burster.sqlstate import SqlState
+from burster.state import MemoryState
+from policies.burster import BursterParams, BursterPolicy
+from policies.cost import CostModel, CostParams
+from policies.reclaim import ReclaimParams
+from providers.fake import FakeCloudProvider
+from providers.sim.events import EventQueue
+from tests.test_reconciler import CHEAP, DEAR, T0, FlakyPool
+
+SPOT = Offering("fake", "r1", "r1c", "gpu.8x", "V100", 8, Market.SPOT, 4.0)
+MAX_STEP_S = 600
+IDLE_TTL_S = 120
+
+
+class _BootingCloud(FakeCloudProvider):
+    """The fake cloud, whose nodes join the pool as they come up and leave it as they go (as a
+    bootstrapped Slurm or Kubernetes node would), and which keeps when each node really ran."""
+
+    def __init__(self, pool: FlakyPool, clock: FakeClock) -> None:
+        super().__init__("fake", [CHEAP, DEAR, SPOT], now=clock.now)
+        self.pool = pool
+        self.ran: dict[str, tuple[datetime, datetime | None]] = {}  # node id -> (launched, ended)
+        self.listed_at: list[datetime] = []  # when a listing went through
+        self.hidden: dict[str, datetime] = {}  # node id -> until when listings leave it out
+        self.last_listed: set[str] = set()  # the nodes the last listing that went through showed
+
+    def list_nodes(self) -> Sequence[Node]:
+        self._unlisted = {i for i, until in self.hidden.items() if until > self._now()}
+        nodes = super().list_nodes()
+        self.listed_at.append(self._now())
+        self.last_listed = {n.node_id for n in nodes}
+        return nodes
+
+    def _make(self, offering: Offering, request_id: str, labels: Mapping[str, str]) -> Node:
+        node = super()._make(offering, request_id, labels)
+        self.ran[node.node_id] = (node.launched_at, None)
+        self.pool.expect(node.node_id, offering, labels.get("job"))
+        self.pool.join(node.node_id)
+        return node
+
+    def terminate(self, node_ids: Sequence[str], *, request_id: str) -> None:
+        super().terminate(node_ids, request_id=request_id)
+        for node_id in node_ids:
+            self.gone(node_id, preempted=False)
+
+    def gone(self, node_id: str, *, preempted: bool) -> None:
+        """The node stops running (terminated by anyone, or taken back by the cloud)."""
+        self._nodes[node_id] = replace(self._nodes[node_id], state=NodeState.TERMINATED)
+        start, end = self.ran[node_id]
+        if end is None:
+            self.ran[node_id] = (start, self._now())
+            self.pool.leave(node_id, preempted=preempted)
+
+    def running(self) -> list[str]:
+        return sorted(i for i, (_, end) in self.ran.items() if end is None)
+
+    def shown(self) -> list[str]:
+        """Running nodes a listing shows now, and the last one that went through showed."""
+        return [i for i in self.running() if self.hidden.get(i, self._now()) <= self._now() and i in self.last_listed]
+
+    def detected_by(self, start: datetime, end: datetime) -> datetime:
+        """The first listing a node that ran from ``start`` to ``end`` is surely missing from,
+        once older than the listing grace: the latest its record can end."""
+        grace_end = start + timedelta(seconds=LISTING_GRACE_S)
+        return next(t for t in self.listed_at if t > end and t >= grace_end)  # a listing at ``end`` came before it
+
+
+class ChaosMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = FakeClock(T0)
+        self.pool = FlakyPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
+        self.cloud = _BootingCloud(self.pool, self.clock)
+        self.state = self._open_state()
+        self.rec = self._controller()
+        self.jobs = 0
+        self.pool_fault = ""  # a pool call to fail in the next pass
+        self.checkpoints = 0  # checkpoints the controller asked for
+
+    def _open_state(self) -> MemoryState:
+        return self.state if hasattr(self, "state") else MemoryState()  # a restart keeps it, as a store would
+
+    def _controller(self) -> Reconciler:
+        policy = BursterPolicy(CostModel(CostParams(launch_latency_s=60)),
+                               BursterParams(reclaim=ReclaimParams(idle_ttl_s=IDLE_TTL_S, move_back=False)))
+        return Reconciler(providers={"fake": self.cloud}, pool=self.pool, policy=policy, clock=self.clock,
+                          state=self.state)
+
+    # --- demand and time ---------------------------------------------------------------------
+    @initialize(hours=st.lists(st.floats(0.5, 3.0), min_size=2, max_size=4))
+    def busy(self, hours: list[float]) -> None:
+        """Start with more work than the one reserved node takes: something bursts."""
+        for h in hours:
+            self.submit(1, h)
+
+    @rule(nodes=st.sampled_from([1, 1, 2]), hours=st.floats(0.1, 3.0))
+    def submit(self, nodes: int, hours: float) -> None:
+        self.jobs += 1
+        job = Demand(f"j{self.jobs}", 8 * nodes, self.clock.now(), hours * 3600, nodes=nodes, gpu_model="V100")
+        self.pool.submit(job, self.clock.now())
+
+    @rule(seconds=st.integers(1, MAX_STEP_S))
+    def a_pass(self, seconds: int) -> None:
+        self._step(seconds)
+
+    def _step(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+        now = self.clock.now()
+        self.pool.events.run_until(now)
+        self.pool.schedule(now)
+        if self.pool_fault:  # the pool fails the controller's call, not its own scheduling
+            setattr(self.pool, self.pool_fault, TransientError(f"pool: {self.pool_fault} refused"))
+        report = self.rec.run_once()  # never raises on a cloud's or the pool's error
+        self.checkpoints += len(report.plan.checkpoints)
+        for knob in ("fail_checkpoint", "fail_drain", "fail_pending"):
+            setattr(self.pool, knob, None)
+        self.pool_fault = ""
+        self.pool.schedule(now)
+
+    # --- faults ------------------------------------------------------------------------------
+    @rule(error=st.sampled_from([CapacityError("fake: InsufficientInstanceCapacity"),
+                                 TransientError("fake: 500 on launch")]))
+    def launch_fails(self, error: ProviderError) -> None:
+        self.cloud.fail_next_launch(error)
+
+    @rule(calls=st.integers(1, 6))
+    def throttled(self, calls: int) -> None:
+        self.cloud.throttle_next(calls)
+
+    @rule()
+    def partial_gang(self) -> None:
+        self.cloud.partial_next(1)
+
+    @rule()
+    def listing_fails(self) -> None:
+        self.cloud.fail_next_list(TransientError("fake: 503 on list"))
+
+    @rule()
+    def terminate_fails(self) -> None:
+        self.cloud.fail_next_terminate(TransientError("fake: 503 on terminate"))
+
+    @precondition(lambda self: bool(self.cloud.shown()))
+    @rule(data=st.data(), seconds=st.integers(10, int(3 * LISTING_GRACE_S)))
+    def listed_late(self, data: st.DataObject, seconds: int) -> None:
+        """Listings leave a node out for a while (EC2's, for up to about five minutes; longer here
+        too, a node then taken for gone and found running again). It runs on until listed again."""
+        node_id = data.draw(st.sampled_from(self.cloud.shown()))
+        self.cloud.hidden[node_id] = self.clock.now() + timedelta(seconds=seconds)
+
+    @precondition(lambda self: bool(self.cloud.running()))
+    @rule(data=st.data(), notice_s=st.sampled_from([30, 120]))
+    def interrupted(self, data: st.DataObject, notice_s: int) -> None:
+        self.cloud.interrupt(data.draw(st.sampled_from(self.cloud.running())), notice_s=notice_s)
+
+    @precondition(lambda self: bool(self.cloud.shown()))
+    @rule(data=st.data(), preempted=st.booleans())
+    def removed_outside(self, data: st.DataObject, preempted: bool) -> None:
+        """Preempted by the cloud, or terminated by someone else (a console, a script). Only a node
+        the controller's last listing showed: one that listings left out past the grace and that
+        goes before any shows it again is charged only until it was taken for gone (no controller
+        can know it ran on)."""
+        self.cloud.gone(data.draw(st.sampled_from(self.cloud.shown())), preempted=preempted)
+
+    @rule(knob=st.sampled_from(["fail_checkpoint", "fail_drain", "fail_pending"]))
+    def pool_fails(self, knob: str) -> None:
+        self.pool_fault = knob
+
+    @rule()
+    def restart(self) -> None:
+        """The controller process goes; a new one starts on the state it kept."""
+        self.state = self._open_state()
+        self.rec = self._controller()
+
+    # --- what must hold ----------------------------------------------------------------------
+    @invariant()
+    def records_follow_the_lifecycle(self) -> None:
+        for node_id in self.cloud.ran:
+            rec = self.state.nodes.get(node_id)
+            assert rec is None or self.state.is_live(node_id) is (rec.state not in (NodeState.TERMINATED,
+                                                                                     NodeState.FAILED))
+
+    def teardown(self) -> None:
+        """The faults stop and the work runs out: everything is given back and paid for once."""
+        self.cloud.hidden.clear()
+        self.pool_fault = ""
+        self._step(1)  # one-shot faults still armed fire here, or at the latest in the next passes
+        for _ in range(4 * 24 * 6):  # four days in 10-minute passes: every job (<= 3 h, restarts) ends
+            if not (self.pool.pending() or self.pool.running() or self.cloud.running() or self.state.has_live()):
+                break
+            self._step(MAX_STEP_S)
+        for _ in range(int(2 * LISTING_GRACE_S + IDLE_TTL_S) // 10 + 1):
+            self._step(10)
+        assert not self.pool.pending() and not self.pool.running(), "the jobs never finished"
+        assert self.cloud.running() == [], "nodes left running"
+        assert not self.state.has_live() and not self.state.intents and not self.state.tickets
+        paid: dict[str, float] = {}
+        for entry in self.state.ledger:
+            paid[entry.node_id] = paid.get(entry.node_id, 0.0) + entry.billed_s
+        event(f"cloud nodes run: {min(len(self.cloud.ran), 5)}{'+' if len(self.cloud.ran) >= 5 else ''}")
+        event(f"strays charged: {sum('ran on after' in e.reason for e in self.state.ledger) > 0}")
+        event(f"checkpoints asked: {min(self.checkpoints, 2)}{'+' if self.checkpoints >= 2 else ''}")
+        billed = billing_rule("fake").billed_s
+        for node_id, (start, end) in self.cloud.ran.items():
+            assert end is not None
+            ran, latest = billed((end - start).total_seconds()), self.cloud.detected_by(start, end)
+            assert ran <= paid.get(node_id, 0.0) <= billed((latest - start).total_seconds()), (node_id, ran, paid)
+
+
+# BURSTER_CHAOS_EXAMPLES=3000 for a deeper search (minutes; the suite runs 150, and a tenth on SQLite)
+EXAMPLES = int(os.environ.get("BURSTER_CHAOS_EXAMPLES", "150"))
+TestReconcileChaos = ChaosMachine.TestCase
+TestReconcileChaos.settings = settings(max_examples=EXAMPLES, stateful_step_count=40, deadline=None,
+                                       suppress_health_check=[HealthCheck.too_slow])
+
+
+class SqlChaosMachine(ChaosMachine):
+    """The same, the state kept in SQLite: each restart closes the store and opens it again."""
+
+    def _open_state(self) -> MemoryState:
+        if not hasattr(self, "url"):
+            self.dir = tempfile.mkdtemp(prefix="burster-chaos-")
+            self.url = f"sqlite:///{self.dir}/state.db"
+        else:
+            assert isinstance(self.state, SqlState)
+            self.state.close()
+        return SqlState.open(self.url)
+
+    def teardown(self) -> None:
+        try:
+            super().teardown()
+            assert SqlState.read(self.url).ledger == self.state.ledger
+        finally:
+            self.state.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+TestReconcileChaosOnSqlite = SqlChaosMachine.TestCase
+TestReconcileChaosOnSqlite.settings = settings(max_examples=max(10, EXAMPLES // 10), stateful_step_count=30,
+                                               deadline=None, suppress_health_check=[HealthCheck.too_slow])
