@@ -1,7 +1,8 @@
 """Hypothesis drives the reconcile pass through any mix of the faults clouds and pools show: refused
-and throttled launches, partial gangs, failed listings and terminates, late listings, interruption
-notices and preemptions, nodes removed outside the controller, a pool that fails to checkpoint,
-drain or list, and controller restarts (a new Reconciler on the same state, as from a store).
+and throttled launches, launches whose reply is lost, partial gangs, failed listings and terminates,
+late listings, interruption notices and preemptions, nodes removed outside the controller, a pool
+that fails to checkpoint, drain or list, and controller restarts (a new Reconciler on the same
+state, as from a store).
 
 Whatever happened, once the faults stop and the jobs are done the controller must have given every
 node back (none left running, none it still counts live, no intent) and the ledger must have paid
@@ -158,6 +159,11 @@ class ChaosMachine(RuleBasedStateMachine):
     @rule(calls=st.integers(1, 6))
     def throttled(self, calls: int) -> None:
         self.cloud.throttle_next(calls)
+
+    @rule(calls=st.integers(1, 7))
+    def replies_lost(self, calls: int) -> None:
+        """Launches happen but their replies time out (past five, the launch fails, its node made)."""
+        self.cloud.lose_next_replies(calls)
 
     @rule()
     def partial_gang(self) -> None:

@@ -258,3 +258,23 @@ def test_a_pool_that_cannot_be_read_makes_a_pass_that_decides_nothing_and_says_w
     w.clock.advance(10)
     (launch,) = w.rec.run_once().plan.launches  # readable again: b bursts
     assert launch.job_id == "b"
+
+
+def test_a_launch_whose_replies_are_all_lost_is_adopted_by_the_next_pass_not_made_twice() -> None:
+    """The cloud made the node but every retry timed out reading the reply: the intent stands, so
+    the next pass adopts the node for its job instead of paying for a second one."""
+    w = World()
+    w.job("a")
+    w.job("b")
+    w.cloud.lose_next_replies(5)
+    report = w.rec.run_once()
+    assert any("timed out waiting for the reply" in e for e in report.errors)
+    (node,) = w.cloud.list_nodes()
+    assert not w.rec.state.is_live(node.node_id) and len(w.rec.state.intents) == 1
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    assert report.plan.launches == () and w.cloud.list_nodes() == [node]
+    assert w.rec.state.nodes[node.node_id].for_job == "b"
+    w.clock.advance(LISTING_GRACE_S)  # the intent stays a grace (a gang's other nodes may be listed late)
+    w.rec.run_once()
+    assert w.rec.state.intents == {} and w.rec.state.is_live(node.node_id)

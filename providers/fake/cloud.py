@@ -1,5 +1,5 @@
 """An in-memory CloudProvider with fault injection: ``fail_next_launch``, ``throttle_next``, ``partial_next``,
-``fail_next_list``, ``fail_next_terminate``, ``ignore_next_terminate``, ``list_late``."""
+``fail_next_list``, ``fail_next_terminate``, ``ignore_next_terminate``, ``lose_next_replies``, ``list_late``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from burster.errors import CapacityError, PartialLaunchError, ProviderError, ThrottledError
+from burster.errors import CapacityError, PartialLaunchError, ProviderError, ThrottledError, TransientError
 from burster.lifecycle import NodeState
 from burster.model import Interruption, Node, Offering, tagged_exclusive
 from burster.retry import call_with_backoff
@@ -41,6 +41,7 @@ class FakeCloudProvider:
         self._unlisted: set[str] = set()
         self._fail_terminate: ProviderError | None = None
         self._ignore_terminate = False
+        self._lost_replies = 0
         self.api_calls = 0
 
     # --- fault knobs ---------------------------------------------------------------------
@@ -63,6 +64,11 @@ class FakeCloudProvider:
         """The next terminate call succeeds but its nodes run on (listings keep showing them running,
         as a listing that lags a terminate does)."""
         self._ignore_terminate = True
+
+    def lose_next_replies(self, calls: int) -> None:
+        """The next ``calls`` launch calls do their work, but the caller sees a timeout (as when
+        the reply is lost on the way back); five or more outlast the launch's retries."""
+        self._lost_replies = calls
 
     def list_late(self, node_ids: Sequence[str]) -> None:
         """Leave these nodes out of listings until ``list_again`` (EC2 lists new instances late)."""
@@ -104,6 +110,7 @@ class FakeCloudProvider:
     ) -> Sequence[Node]:
         self.api_calls += 1
         if request_id in self._by_request:
+            self._lose_reply()
             return [self._nodes[i] for i in self._by_request[request_id]]
         if self._throttle > 0:
             self._throttle -= 1
@@ -115,6 +122,7 @@ class FakeCloudProvider:
         made = count if self._partial is None else min(self._partial, count)
         nodes = [self._make(offering, request_id, labels) for _ in range(made)]
         self._by_request[request_id] = tuple(n.node_id for n in nodes)
+        self._lose_reply()
         if made < count:
             self._partial = None
             cause = CapacityError("fake: insufficient capacity", provider=self.name,
@@ -124,6 +132,11 @@ class FakeCloudProvider:
                 nodes=tuple(nodes), cause=cause, provider=self.name, offering_key=offering.key,
             )
         return nodes
+
+    def _lose_reply(self) -> None:
+        if self._lost_replies > 0:
+            self._lost_replies -= 1
+            raise TransientError("fake: timed out waiting for the reply", provider=self.name)
 
     def _make(self, offering: Offering, request_id: str, labels: Mapping[str, str]) -> Node:
         node_id = f"{self.name}-{next(self._ids):06d}"
