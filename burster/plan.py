@@ -35,11 +35,14 @@ class Launch:
 
 @dataclass(frozen=True, slots=True)
 class Terminate:
-    """Give nodes back to the cloud (after drain, for idle nodes)."""
+    """Give nodes back to the cloud (after drain, for idle nodes). ``never_joined``: they never
+    came up or joined the pool in time, so their offering is blocked as after a capacity error
+    (a broken image or bootstrap would otherwise cost a node every join timeout)."""
 
     node_ids: tuple[str, ...]
     reason: str
     request_id: str
+    never_joined: bool = False
 
 
 @dataclass(frozen=True, slots=True)

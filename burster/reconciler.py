@@ -55,6 +55,7 @@ class _PoolUnread(Exception):
 
 
 MAX_BLOCK_FACTOR = 8  # a dry offering is retried at most every 8 x block_s (80 min by default)
+JOIN_STRIKES = "join-timeout:"  # block_strikes key prefix: join timeouts in a row on an offering
 
 
 class Reconciler:
@@ -139,6 +140,7 @@ class Reconciler:
         except ProviderError as err:
             raise _PoolUnread(now, err) from err
         cloud_nodes = self.nodes.snapshot_nodes(now, running)
+        self._joined_again(cloud_nodes)
         return Snapshot(
             now=now,
             pending=pending,
@@ -237,6 +239,8 @@ class Reconciler:
                 if isinstance(action, Launch):
                     report.launched_nodes += self._launch(action, snapshot.now)
                 elif isinstance(action, Terminate):
+                    if action.never_joined:
+                        self._block_unjoined(action.node_ids, snapshot.now)
                     for node_id in action.node_ids:
                         self._drain_and_terminate(node_id, action.reason)
                 elif isinstance(action, Checkpoint):
@@ -308,14 +312,33 @@ class Reconciler:
         self.state.block_strikes.pop(a.offering.key, None)
         return len(nodes)
 
-    def _block(self, key: str, now: datetime) -> None:
+    def _block(self, key: str, now: datetime, strikes_key: str | None = None) -> None:
         """Block an offering after a capacity or quota error: ``block_s``, doubled for each error in a
         row on it (up to ``MAX_BLOCK_FACTOR`` times), so a pool that stays dry is not retried at every
-        expiry; a successful launch on it resets the count."""
-        strikes = self.state.block_strikes.get(key, 0) + 1
-        self.state.block_strikes[key] = strikes
+        expiry; a successful launch on it resets the count (``strikes_key``: count elsewhere)."""
+        strikes_key = strikes_key or key
+        strikes = self.state.block_strikes.get(strikes_key, 0) + 1
+        self.state.block_strikes[strikes_key] = strikes
         factor = min(2 ** (strikes - 1), MAX_BLOCK_FACTOR)
-        self.state.blocked[key] = now + timedelta(seconds=self.block_s * factor)
+        until = now + timedelta(seconds=self.block_s * factor)
+        self.state.blocked[key] = max(until, self.state.blocked.get(key, until))
+
+    def _block_unjoined(self, node_ids: Sequence[str], now: datetime) -> None:
+        """Block the offerings of nodes that never joined, as after a capacity error. Their launches
+        went through, so these strikes are counted apart (``JOIN_STRIKES``) and reset only once a
+        node of the offering runs a job (``_joined_again``)."""
+        keys = {self.state.nodes[i].offering.key for i in node_ids if i in self.state.nodes}
+        for key in sorted(keys):
+            log.warning("blocking %s: its node never came up or joined the pool in time", key)
+            self._block(key, now, JOIN_STRIKES + key)
+
+    def _joined_again(self, cloud_nodes: Sequence[Node]) -> None:
+        """Forget the join-timeout strikes of offerings whose nodes run jobs."""
+        if not any(k.startswith(JOIN_STRIKES) for k in self.state.block_strikes):
+            return
+        for n in cloud_nodes:
+            if n.busy:
+                self.state.block_strikes.pop(JOIN_STRIKES + n.offering.key, None)
 
     def _checkpoint(self, a: Checkpoint) -> None:
         rec = self.state.nodes.get(a.node_id)

@@ -63,7 +63,8 @@ def idle_ttl(snapshot: Snapshot, params: ReclaimParams, keep: frozenset[str] = f
             if age_s >= params.join_timeout_s:
                 out.append(Terminate((node.node_id,), request_id=request_id("unjoined", node.node_id), reason=(
                     f"{node.node_id} ({node.offering.key}) launched {age_s:.0f}s ago for {node.for_job}, which has "
-                    f"not started on it (join timeout {params.join_timeout_s:.0f}s): it never came up or joined")))
+                    f"not started on it (join timeout {params.join_timeout_s:.0f}s): it never came up or joined"),
+                    never_joined=True))
             continue
         if node.state is not NodeState.READY or node.idle_since is None:
             continue

@@ -56,6 +56,17 @@ class _BootingCloud(FakeCloudProvider):
         self.listed_at: list[datetime] = []  # when a listing went through
         self.hidden: dict[str, datetime] = {}  # node id -> until when listings leave it out
         self.last_listed: set[str] = set()  # the nodes the last listing that went through showed
+        self.boot_s = 0.0  # how long the next nodes take to come up and join
+        self.booting: dict[str, datetime] = {}  # node id -> when it comes up
+
+    def boot(self) -> None:
+        """Nodes whose boot is over come up and join the pool."""
+        for node_id, at in list(self.booting.items()):
+            if at <= self._now():
+                del self.booting[node_id]
+                if self.ran[node_id][1] is None:
+                    self._nodes[node_id] = replace(self._nodes[node_id], state=NodeState.READY)
+                    self.pool.join(node_id)
 
     def list_nodes(self) -> Sequence[Node]:
         self._unlisted = {i for i, until in self.hidden.items() if until > self._now()}
@@ -68,7 +79,11 @@ class _BootingCloud(FakeCloudProvider):
         node = super()._make(offering, request_id, labels)
         self.ran[node.node_id] = (node.launched_at, None)
         self.pool.expect(node.node_id, offering, labels.get("job"))
-        self.pool.join(node.node_id)
+        if self.boot_s:
+            node = self._nodes[node.node_id] = replace(node, state=NodeState.LAUNCHING)
+            self.booting[node.node_id] = node.launched_at + timedelta(seconds=self.boot_s)
+        else:
+            self.pool.join(node.node_id)
         return node
 
     def terminate(self, node_ids: Sequence[str], *, request_id: str) -> None:
@@ -139,6 +154,7 @@ class ChaosMachine(RuleBasedStateMachine):
     def _step(self, seconds: float) -> None:
         self.clock.advance(seconds)
         now = self.clock.now()
+        self.cloud.boot()
         self.pool.events.run_until(now)
         self.pool.schedule(now)
         if self.pool_fault:  # the pool fails the controller's call, not its own scheduling
@@ -159,6 +175,11 @@ class ChaosMachine(RuleBasedStateMachine):
     @rule(calls=st.integers(1, 6))
     def throttled(self, calls: int) -> None:
         self.cloud.throttle_next(calls)
+
+    @rule(seconds=st.sampled_from([0, 90, 1500]))
+    def boots_take(self, seconds: int) -> None:
+        """New nodes come up at once, in 90 s, or past the join timeout (a bootstrap that hangs)."""
+        self.cloud.boot_s = seconds
 
     @rule(calls=st.integers(1, 7))
     def replies_lost(self, calls: int) -> None:
@@ -220,6 +241,7 @@ class ChaosMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         """The faults stop and the work runs out: everything is given back and paid for once."""
         self.cloud.hidden.clear()
+        self.cloud.boot_s = 0
         self.pool_fault = ""
         self._step(1)  # one-shot faults still armed fire here, or at the latest in the next passes
         for _ in range(4 * 24 * 6):  # four days in 10-minute passes: every job (<= 3 h, restarts) ends

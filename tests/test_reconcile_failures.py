@@ -8,7 +8,7 @@ import pytest
 from burster.errors import TransientError
 from burster.lifecycle import NodeState
 from burster.reconcile_nodes import LISTING_GRACE_S
-from tests.test_reconciler import CHEAP, World
+from tests.test_reconciler import CHEAP, DEAR, World
 
 
 def test_a_new_node_a_listing_leaves_out_is_kept_not_orphaned() -> None:
@@ -142,6 +142,7 @@ def test_a_node_that_never_joins_the_pool_goes_at_the_join_timeout_and_its_job_b
     w.job("a")
     w.job("b")
     (first,) = w.rec.run_once().plan.launches
+    assert first.offering == CHEAP
     (node,) = w.cloud.list_nodes()
     w.clock.advance(600)
     assert w.rec.run_once().plan.actions == ()  # still waiting for it to join
@@ -151,9 +152,37 @@ def test_a_node_that_never_joins_the_pool_goes_at_the_join_timeout_and_its_job_b
     assert stop.node_ids == (node.node_id,) and "which has not started on it (join timeout 1200s)" in stop.reason
     assert w.rec.state.nodes[node.node_id].state is NodeState.TERMINATED and len(w.rec.state.ledger) == 1
     w.clock.advance(10)
-    (again,) = w.rec.run_once().plan.launches  # b is no longer served by it: a new node
+    (again,) = w.rec.run_once().plan.launches  # b is no longer served by it: a new node, elsewhere
     (new,) = w.cloud.list_nodes()
-    assert again.job_id == "b" and new.node_id != node.node_id and new.request_id == f"{first.request_id}-r1"
+    assert again.job_id == "b" and new.node_id != node.node_id and again.offering == DEAR
+    assert CHEAP.key in w.rec.state.blocked  # its bootstrap may be what is broken
+
+
+def test_an_offering_whose_nodes_keep_missing_the_join_timeout_is_blocked_longer_each_time() -> None:
+    """A broken image would otherwise cost a node every join timeout, for ever: its launches go
+    through, so the strikes are not reset by them, only by a node of it that runs a job."""
+    w = World()
+    w.job("a")
+    w.job("b")
+    blocks = []
+    for _ in range(3):  # CHEAP, DEAR, then CHEAP again once its block runs out: none ever joins
+        w.rec.run_once()
+        w.clock.advance(1200)
+        w.rec.run_once()
+        blocks.append({k: (until - w.clock.now()).total_seconds() for k, until in w.rec.state.blocked.items()
+                       if until > w.clock.now()})
+        w.clock.advance(10)
+    assert blocks[0] == {CHEAP.key: 600} and blocks[1] == {DEAR.key: 600} and blocks[2] == {CHEAP.key: 1200}
+    (launch,) = w.rec.run_once().plan.launches  # DEAR's block is over: b tries it again
+    (node,) = w.cloud.list_nodes()
+    assert launch.offering == DEAR == node.offering
+    w.pool.expect(node.node_id, node.offering, "b")
+    w.pool.join(node.node_id)
+    w.pool.schedule(w.clock.now())
+    w.clock.advance(10)
+    w.rec.run_once()  # it joined and runs b: DEAR's count starts again
+    assert f"join-timeout:{DEAR.key}" not in w.rec.state.block_strikes
+    assert w.rec.state.block_strikes[f"join-timeout:{CHEAP.key}"] == 2
 
 
 def test_a_terminate_the_cloud_refused_is_made_again_next_pass() -> None:
