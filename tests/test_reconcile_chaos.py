@@ -58,6 +58,7 @@ class _BootingCloud(FakeCloudProvider):
         self.last_listed: set[str] = set()  # the nodes the last listing that went through showed
         self.boot_s = 0.0  # how long the next nodes take to come up and join
         self.booting: dict[str, datetime] = {}  # node id -> when it comes up
+        self.due: dict[str, datetime] = {}  # node id -> when its interruption notice runs out
 
     def boot(self) -> None:
         """Nodes whose boot is over come up and join the pool."""
@@ -91,13 +92,25 @@ class _BootingCloud(FakeCloudProvider):
         for node_id in node_ids:
             self.gone(node_id, preempted=False)
 
-    def gone(self, node_id: str, *, preempted: bool) -> None:
-        """The node stops running (terminated by anyone, or taken back by the cloud)."""
+    def gone(self, node_id: str, *, preempted: bool, at: datetime | None = None) -> None:
+        """The node stops running (terminated by anyone, or taken back by the cloud), now or ``at``."""
         self._nodes[node_id] = replace(self._nodes[node_id], state=NodeState.TERMINATED)
         start, end = self.ran[node_id]
         if end is None:
-            self.ran[node_id] = (start, self._now())
+            self.ran[node_id] = (start, at or self._now())
             self.pool.leave(node_id, preempted=preempted)
+
+    def interrupt(self, node_id: str, kind: str = "spot-interruption", notice_s: float = 120) -> None:
+        super().interrupt(node_id, kind, notice_s)
+        self.due[node_id] = self._now() + timedelta(seconds=notice_s)
+
+    def take_back(self) -> None:
+        """Nodes whose notice ran out are taken back, then (one hidden from listings is spared)."""
+        for node_id, at in list(self.due.items()):
+            if at <= self._now():
+                del self.due[node_id]
+                if node_id in self.shown():
+                    self.gone(node_id, preempted=True, at=at)
 
     def running(self) -> list[str]:
         return sorted(i for i, (_, end) in self.ran.items() if end is None)
@@ -155,6 +168,7 @@ class ChaosMachine(RuleBasedStateMachine):
         self.clock.advance(seconds)
         now = self.clock.now()
         self.cloud.boot()
+        self.cloud.take_back()
         self.pool.events.run_until(now)
         self.pool.schedule(now)
         if self.pool_fault:  # the pool fails the controller's call, not its own scheduling
@@ -209,6 +223,7 @@ class ChaosMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.cloud.running()))
     @rule(data=st.data(), notice_s=st.sampled_from([30, 120]))
     def interrupted(self, data: st.DataObject, notice_s: int) -> None:
+        """A notice, and the node taken back when it runs out (unless gone by then)."""
         self.cloud.interrupt(data.draw(st.sampled_from(self.cloud.running())), notice_s=notice_s)
 
     @precondition(lambda self: bool(self.cloud.shown()))
