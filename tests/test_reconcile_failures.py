@@ -7,7 +7,9 @@ import pytest
 
 from burster.errors import TransientError
 from burster.lifecycle import NodeState
+from burster.model import Node
 from burster.reconcile_nodes import LISTING_GRACE_S
+from burster.reconciler import PassReport
 from tests.test_reconciler import CHEAP, DEAR, World
 
 
@@ -86,8 +88,9 @@ def test_a_node_listed_running_after_its_terminate_is_let_be_for_a_grace_then_te
     assert stray.end == w.clock.now()
 
 
-def test_a_stray_whose_terminate_fails_is_terminated_next_pass_and_charged_once() -> None:
-    w = World()
+def _stray_whose_terminate_fails(w: World) -> tuple[Node, PassReport]:
+    """b's node is taken for gone (listed late past the grace), then listed running again: the
+    pass finds it a stray, charges it up to now, and its terminate fails."""
     w.job("a")
     w.job("b")
     w.rec.run_once()
@@ -98,7 +101,12 @@ def test_a_stray_whose_terminate_fails_is_terminated_next_pass_and_charged_once(
     w.cloud.list_again()
     w.clock.advance(10)
     w.cloud.fail_next_terminate(TransientError("fake: 503 on terminate"))
-    report = w.rec.run_once()  # charged up to this listing, which shows it running
+    return node, w.rec.run_once()
+
+
+def test_a_stray_whose_terminate_fails_is_terminated_next_pass_and_charged_once() -> None:
+    w = World()
+    node, report = _stray_whose_terminate_fails(w)
     assert any("503 on terminate" in e for e in report.errors)
     assert node.node_id in {n.node_id for n in w.cloud.list_nodes()}
     assert [e.end for e in w.rec.state.ledger][1:] == [w.clock.now()]
@@ -115,17 +123,7 @@ def test_a_stray_whose_terminate_fails_is_terminated_next_pass_and_charged_once(
 def test_a_stray_that_goes_before_it_is_terminated_is_charged_to_the_listing_without_it() -> None:
     """As a live node that vanishes is: what ran between the listings is not known, so the later one counts."""
     w = World()
-    w.job("a")
-    w.job("b")
-    w.rec.run_once()
-    (node,) = w.cloud.list_nodes()
-    w.cloud.list_late([node.node_id])
-    w.clock.advance(LISTING_GRACE_S)
-    w.rec.run_once()  # taken for gone
-    w.cloud.list_again()
-    w.clock.advance(10)
-    w.cloud.fail_next_terminate(TransientError("fake: 503 on terminate"))
-    w.rec.run_once()  # a stray, charged to now; its terminate fails
+    node, _ = _stray_whose_terminate_fails(w)
     w.cloud.terminate([node.node_id], request_id="outside")  # and someone else removes it
     w.clock.advance(30)
     w.rec.run_once()
