@@ -2,7 +2,7 @@
 and throttled launches, launches whose reply is lost, partial gangs, failed listings and terminates,
 late listings, interruption notices and preemptions, nodes removed outside the controller, a pool
 that fails to checkpoint, drain or list, and controller restarts (a new Reconciler on the same
-state, as from a store).
+state, as from a store), over two clouds, so one is degraded while the other is not.
 
 Whatever happened, once the faults stop and the jobs are done the controller must have given every
 node back (none left running, none it still counts live, no intent) and the ledger must have paid
@@ -41,6 +41,9 @@ from providers.sim.events import EventQueue
 from tests.test_reconciler import CHEAP, DEAR, T0, FlakyPool
 
 SPOT = Offering("fake", "r1", "r1c", "gpu.8x", "V100", 8, Market.SPOT, 4.0)
+OTHERS = [Offering("fake2", "r2", "r2a", "gpu.8x", "V100", 8, Market.ON_DEMAND, 11.0),
+          Offering("fake2", "r2", "r2b", "gpu.8x", "V100", 8, Market.SPOT, 4.5)]
+CLOUD = st.integers(0, 1)  # which of the two clouds a fault hits
 MAX_STEP_S = 600
 IDLE_TTL_S = 120
 
@@ -49,8 +52,8 @@ class _BootingCloud(FakeCloudProvider):
     """The fake cloud, whose nodes join the pool as they come up and leave it as they go (as a
     bootstrapped Slurm or Kubernetes node would), and which keeps when each node really ran."""
 
-    def __init__(self, pool: FlakyPool, clock: FakeClock) -> None:
-        super().__init__("fake", [CHEAP, DEAR, SPOT], now=clock.now)
+    def __init__(self, name: str, offerings: Sequence[Offering], pool: FlakyPool, clock: FakeClock) -> None:
+        super().__init__(name, offerings, now=clock.now)
         self.pool = pool
         self.ran: dict[str, tuple[datetime, datetime | None]] = {}  # node id -> (launched, ended)
         self.listed_at: list[datetime] = []  # when a listing went through
@@ -131,7 +134,8 @@ class ChaosMachine(RuleBasedStateMachine):
         super().__init__()
         self.clock = FakeClock(T0)
         self.pool = FlakyPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
-        self.cloud = _BootingCloud(self.pool, self.clock)
+        self.clouds = [_BootingCloud("fake", [CHEAP, DEAR, SPOT], self.pool, self.clock),
+                       _BootingCloud("fake2", OTHERS, self.pool, self.clock)]
         self.state = self._open_state()
         self.rec = self._controller()
         self.jobs = 0
@@ -144,8 +148,14 @@ class ChaosMachine(RuleBasedStateMachine):
     def _controller(self) -> Reconciler:
         policy = BursterPolicy(CostModel(CostParams(launch_latency_s=60)),
                                BursterParams(reclaim=ReclaimParams(idle_ttl_s=IDLE_TTL_S, move_back=False)))
-        return Reconciler(providers={"fake": self.cloud}, pool=self.pool, policy=policy, clock=self.clock,
-                          state=self.state)
+        return Reconciler(providers={c.name: c for c in self.clouds}, pool=self.pool, policy=policy,
+                          clock=self.clock, state=self.state)
+
+    def _running(self) -> list[tuple[int, str]]:
+        return [(k, i) for k, c in enumerate(self.clouds) for i in c.running()]
+
+    def _shown(self) -> list[tuple[int, str]]:
+        return [(k, i) for k, c in enumerate(self.clouds) for i in c.shown()]
 
     # --- demand and time ---------------------------------------------------------------------
     @initialize(hours=st.lists(st.floats(0.5, 3.0), min_size=2, max_size=4))
@@ -167,8 +177,9 @@ class ChaosMachine(RuleBasedStateMachine):
     def _step(self, seconds: float) -> None:
         self.clock.advance(seconds)
         now = self.clock.now()
-        self.cloud.boot()
-        self.cloud.take_back()
+        for cloud in self.clouds:
+            cloud.boot()
+            cloud.take_back()
         self.pool.events.run_until(now)
         self.pool.schedule(now)
         if self.pool_fault:  # the pool fails the controller's call, not its own scheduling
@@ -181,59 +192,62 @@ class ChaosMachine(RuleBasedStateMachine):
         self.pool.schedule(now)
 
     # --- faults ------------------------------------------------------------------------------
-    @rule(error=st.sampled_from([CapacityError("fake: InsufficientInstanceCapacity"),
-                                 TransientError("fake: 500 on launch")]))
-    def launch_fails(self, error: ProviderError) -> None:
-        self.cloud.fail_next_launch(error)
+    @rule(k=CLOUD, error=st.sampled_from([CapacityError("fake: InsufficientInstanceCapacity"),
+                                          TransientError("fake: 500 on launch")]))
+    def launch_fails(self, k: int, error: ProviderError) -> None:
+        self.clouds[k].fail_next_launch(error)
 
-    @rule(calls=st.integers(1, 6))
-    def throttled(self, calls: int) -> None:
-        self.cloud.throttle_next(calls)
+    @rule(k=CLOUD, calls=st.integers(1, 6))
+    def throttled(self, k: int, calls: int) -> None:
+        self.clouds[k].throttle_next(calls)
 
-    @rule(seconds=st.sampled_from([0, 90, 1500]))
-    def boots_take(self, seconds: int) -> None:
+    @rule(k=CLOUD, seconds=st.sampled_from([0, 90, 1500]))
+    def boots_take(self, k: int, seconds: int) -> None:
         """New nodes come up at once, in 90 s, or past the join timeout (a bootstrap that hangs)."""
-        self.cloud.boot_s = seconds
+        self.clouds[k].boot_s = seconds
 
-    @rule(calls=st.integers(1, 7))
-    def replies_lost(self, calls: int) -> None:
+    @rule(k=CLOUD, calls=st.integers(1, 7))
+    def replies_lost(self, k: int, calls: int) -> None:
         """Launches happen but their replies time out (past five, the launch fails, its node made)."""
-        self.cloud.lose_next_replies(calls)
+        self.clouds[k].lose_next_replies(calls)
 
-    @rule()
-    def partial_gang(self) -> None:
-        self.cloud.partial_next(1)
+    @rule(k=CLOUD)
+    def partial_gang(self, k: int) -> None:
+        self.clouds[k].partial_next(1)
 
-    @rule()
-    def listing_fails(self) -> None:
-        self.cloud.fail_next_list(TransientError("fake: 503 on list"))
+    @rule(k=CLOUD)
+    def listing_fails(self, k: int) -> None:
+        """The provider is degraded for a pass (nothing of it is reclaimed then)."""
+        self.clouds[k].fail_next_list(TransientError("fake: 503 on list"))
 
-    @rule()
-    def terminate_fails(self) -> None:
-        self.cloud.fail_next_terminate(TransientError("fake: 503 on terminate"))
+    @rule(k=CLOUD)
+    def terminate_fails(self, k: int) -> None:
+        self.clouds[k].fail_next_terminate(TransientError("fake: 503 on terminate"))
 
-    @precondition(lambda self: bool(self.cloud.shown()))
+    @precondition(lambda self: bool(self._shown()))
     @rule(data=st.data(), seconds=st.integers(10, int(3 * LISTING_GRACE_S)))
     def listed_late(self, data: st.DataObject, seconds: int) -> None:
         """Listings leave a node out for a while (EC2's, for up to about five minutes; longer here
         too, a node then taken for gone and found running again). It runs on until listed again."""
-        node_id = data.draw(st.sampled_from(self.cloud.shown()))
-        self.cloud.hidden[node_id] = self.clock.now() + timedelta(seconds=seconds)
+        k, node_id = data.draw(st.sampled_from(self._shown()))
+        self.clouds[k].hidden[node_id] = self.clock.now() + timedelta(seconds=seconds)
 
-    @precondition(lambda self: bool(self.cloud.running()))
+    @precondition(lambda self: bool(self._running()))
     @rule(data=st.data(), notice_s=st.sampled_from([30, 120]))
     def interrupted(self, data: st.DataObject, notice_s: int) -> None:
         """A notice, and the node taken back when it runs out (unless gone by then)."""
-        self.cloud.interrupt(data.draw(st.sampled_from(self.cloud.running())), notice_s=notice_s)
+        k, node_id = data.draw(st.sampled_from(self._running()))
+        self.clouds[k].interrupt(node_id, notice_s=notice_s)
 
-    @precondition(lambda self: bool(self.cloud.shown()))
+    @precondition(lambda self: bool(self._shown()))
     @rule(data=st.data(), preempted=st.booleans())
     def removed_outside(self, data: st.DataObject, preempted: bool) -> None:
         """Preempted by the cloud, or terminated by someone else (a console, a script). Only a node
         the controller's last listing showed: one that listings left out past the grace and that
         goes before any shows it again is charged only until it was taken for gone (no controller
         can know it ran on)."""
-        self.cloud.gone(data.draw(st.sampled_from(self.cloud.shown())), preempted=preempted)
+        k, node_id = data.draw(st.sampled_from(self._shown()))
+        self.clouds[k].gone(node_id, preempted=preempted)
 
     @rule(knob=st.sampled_from(["fail_checkpoint", "fail_drain", "fail_pending"]))
     def pool_fails(self, knob: str) -> None:
@@ -248,37 +262,40 @@ class ChaosMachine(RuleBasedStateMachine):
     # --- what must hold ----------------------------------------------------------------------
     @invariant()
     def records_follow_the_lifecycle(self) -> None:
-        for node_id in self.cloud.ran:
+        for node_id in (i for c in self.clouds for i in c.ran):
             rec = self.state.nodes.get(node_id)
             assert rec is None or self.state.is_live(node_id) is (rec.state not in (NodeState.TERMINATED,
                                                                                      NodeState.FAILED))
 
     def teardown(self) -> None:
         """The faults stop and the work runs out: everything is given back and paid for once."""
-        self.cloud.hidden.clear()
-        self.cloud.boot_s = 0
+        for cloud in self.clouds:
+            cloud.hidden.clear()
+            cloud.boot_s = 0
         self.pool_fault = ""
         self._step(1)  # one-shot faults still armed fire here, or at the latest in the next passes
         for _ in range(4 * 24 * 6):  # four days in 10-minute passes: every job (<= 3 h, restarts) ends
-            if not (self.pool.pending() or self.pool.running() or self.cloud.running() or self.state.has_live()):
+            if not (self.pool.pending() or self.pool.running() or self._running() or self.state.has_live()):
                 break
             self._step(MAX_STEP_S)
         for _ in range(int(2 * LISTING_GRACE_S + IDLE_TTL_S) // 10 + 1):
             self._step(10)
         assert not self.pool.pending() and not self.pool.running(), "the jobs never finished"
-        assert self.cloud.running() == [], "nodes left running"
+        assert self._running() == [], "nodes left running"
         assert not self.state.has_live() and not self.state.intents and not self.state.tickets
         paid: dict[str, float] = {}
         for entry in self.state.ledger:
             paid[entry.node_id] = paid.get(entry.node_id, 0.0) + entry.billed_s
-        event(f"cloud nodes run: {min(len(self.cloud.ran), 5)}{'+' if len(self.cloud.ran) >= 5 else ''}")
+        ran_on = [sum(1 for _ in c.ran) for c in self.clouds]
+        event(f"cloud nodes run: {'/'.join(str(min(n, 3)) for n in ran_on)} (3: 3 or more)")
         event(f"strays charged: {sum('ran on after' in e.reason for e in self.state.ledger) > 0}")
         event(f"checkpoints asked: {min(self.checkpoints, 2)}{'+' if self.checkpoints >= 2 else ''}")
-        billed = billing_rule("fake").billed_s
-        for node_id, (start, end) in self.cloud.ran.items():
-            assert end is not None
-            ran, latest = billed((end - start).total_seconds()), self.cloud.detected_by(start, end)
-            assert ran <= paid.get(node_id, 0.0) <= billed((latest - start).total_seconds()), (node_id, ran, paid)
+        for cloud in self.clouds:
+            billed = billing_rule(cloud.name).billed_s
+            for node_id, (start, end) in cloud.ran.items():
+                assert end is not None
+                ran, latest = billed((end - start).total_seconds()), cloud.detected_by(start, end)
+                assert ran <= paid.get(node_id, 0.0) <= billed((latest - start).total_seconds()), (node_id, ran, paid)
 
 
 # BURSTER_CHAOS_EXAMPLES=3000 for a deeper search (minutes; the suite runs 150, and a tenth on SQLite)
