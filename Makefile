@@ -32,12 +32,14 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.plan --quick --json
 	$(BIN)/python -m bench.sim --quick --json
 	$(BIN)/python -m bench.bound --quick --json
+	$(BIN)/python -m bench.store --quick --json
 
 # every size each target names (a few minutes; full MIX1 needs ../shared/data): rerun after policy changes
 bench-full: $(STAMP)
 	$(BIN)/python -m bench.plan --json
 	$(BIN)/python -m bench.sim --json
 	$(BIN)/python -m bench.bound --json
+	$(BIN)/python -m bench.store --json
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

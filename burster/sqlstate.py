@@ -23,7 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from burster.clock import utc_now
 from burster.errors import ConfigError, StoreError
 from burster.lifecycle import NodeState
-from burster.model import CheckpointTicket, Interruption
+from burster.model import CheckpointTicket, Interruption, Offering
 from burster.plan import Launch
 from burster.redact import redact
 from burster.sqllease import LEASE_S, Lease
@@ -233,9 +233,13 @@ class SqlState(MemoryState):
 
     def _load(self, conn: Connection) -> None:
         mine = self.cluster
+        offerings: dict[str, Offering] = {}  # by their JSON: a cluster's nodes share a few dozen
         for r in conn.execute(select(nodes).where(nodes.c.cluster == mine).order_by(nodes.c.seq)).mappings():
+            offering = offerings.get(r["offering"])
+            if offering is None:
+                offering = offerings[r["offering"]] = offering_from(json.loads(r["offering"]))
             rec = NodeRecord(
-                node_id=r["node_id"], provider=r["provider"], offering=offering_from(json.loads(r["offering"])),
+                node_id=r["node_id"], provider=r["provider"], offering=offering,
                 request_id=r["request_id"], launched_at=r["launched_at"], state=NodeState(r["state"]),
                 for_job=r["for_job"], team=r["team"], project=r["project"], sprint=r["sprint"],
                 reason=r["reason"], idle_since=r["idle_since"], ended_at=r["ended_at"], exclusive=r["exclusive"])
