@@ -1,4 +1,5 @@
-"""Controller state between passes: launch intents, node records, checkpoint tickets, the ledger.
+"""Controller state between passes: launch intents, node records, checkpoint tickets, standing
+interruption notices, ended nodes still watched for, blocked offerings, the ledger.
 
 ``MemoryState`` keeps it in memory (the simulator, tests); ``burster.sqlstate.SqlState`` keeps the
 same in a SQL database (the controller), written back by ``commit`` at the end of each pass. The

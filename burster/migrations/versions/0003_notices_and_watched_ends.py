@@ -27,8 +27,6 @@ def upgrade() -> None:
         sa.Column("notice_at", sa.DateTime, nullable=False),
         sa.Column("terminate_at", sa.DateTime, nullable=False),
     )
-
-
     op.create_table(
         "burster_watched_ends",
         sa.Column("cluster", sa.String(63), primary_key=True),
