@@ -14,8 +14,6 @@ grace after its launch).
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -31,7 +29,6 @@ from burster.lifecycle import NodeState
 from burster.model import Demand, Market, Node, Offering
 from burster.reconcile_nodes import LISTING_GRACE_S
 from burster.reconciler import Reconciler
-from burster.sqlstate import SqlState
 from burster.state import MemoryState
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
@@ -298,34 +295,9 @@ class ChaosMachine(RuleBasedStateMachine):
                 assert ran <= paid.get(node_id, 0.0) <= billed((latest - start).total_seconds()), (node_id, ran, paid)
 
 
-# BURSTER_CHAOS_EXAMPLES=3000 for a deeper search (minutes; the suite runs 150, and a tenth on SQLite)
+# BURSTER_CHAOS_EXAMPLES=3000 for a deeper search (minutes; the suite runs 150, and a tenth on SQL:
+# tests/store/test_reconcile_chaos_store.py)
 EXAMPLES = int(os.environ.get("BURSTER_CHAOS_EXAMPLES", "150"))
 TestReconcileChaos = ChaosMachine.TestCase
 TestReconcileChaos.settings = settings(max_examples=EXAMPLES, stateful_step_count=40, deadline=None,
                                        suppress_health_check=[HealthCheck.too_slow])
-
-
-class SqlChaosMachine(ChaosMachine):
-    """The same, the state kept in SQLite: each restart closes the store and opens it again."""
-
-    def _open_state(self) -> MemoryState:
-        if not hasattr(self, "url"):
-            self.dir = tempfile.mkdtemp(prefix="burster-chaos-")
-            self.url = f"sqlite:///{self.dir}/state.db"
-        else:
-            assert isinstance(self.state, SqlState)
-            self.state.close()
-        return SqlState.open(self.url)
-
-    def teardown(self) -> None:
-        try:
-            super().teardown()
-            assert SqlState.read(self.url).ledger == self.state.ledger
-        finally:
-            self.state.close()
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-
-TestReconcileChaosOnSqlite = SqlChaosMachine.TestCase
-TestReconcileChaosOnSqlite.settings = settings(max_examples=max(10, EXAMPLES // 10), stateful_step_count=30,
-                                               deadline=None, suppress_health_check=[HealthCheck.too_slow])
