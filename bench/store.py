@@ -2,10 +2,12 @@
 
     python -m bench.store [--quick] [--json] [--url URL]
 
-A controller opening its store loads every node record and ledger entry of its cluster. Each size
-adds N nodes (launched, ended, charged: a node record and a ledger entry each, over the bundled
+A controller opening its store loads its cluster's live nodes, and the ended ones and ledger
+entries of the last ``sqlstate.HISTORY`` (45 days). Each size adds N nodes at 1,000 a day
+(launched, ended an hour later, charged: a node record and a ledger entry each, over the bundled
 catalog's offerings), writes them in one commit, and opens the store again. Quick: 2k and 20k
-nodes; full adds 100k. Prints {nodes, write_s, open_s, peak_mib} per size (a list). ``--url``: a
+nodes; full adds 100k (100 days: about 45k loaded). Prints {nodes, loaded, write_s, open_s,
+peak_mib} per size (a list; ``loaded``: the node records the open kept in memory). ``--url``: a
 database to use (each size in a ``bench-*`` cluster of its own, deleted afterwards; default: a
 temporary SQLite file).
 """
@@ -38,12 +40,12 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def fill(state: SqlState, nodes: int) -> None:
-    """``nodes`` nodes launched, ended and charged, a minute apart, an hour each."""
+    """``nodes`` nodes launched, ended and charged, 1,000 a day, an hour each."""
     offerings = list(load_catalog(BUNDLED_DIR))
     book = NodeBook(state)
     for i in range(nodes):
         o = offerings[i % len(offerings)]
-        start = T0 + timedelta(minutes=i)
+        start = T0 + timedelta(seconds=86.4 * i)
         state.add_node(NodeRecord(f"n-{i:07d}", o.provider, o, f"req-{i}", start, NodeState.REQUESTED,
                                   for_job=f"job-{i}", team=f"team-{i % 7}", project="p", sprint="S-1",
                                   reason="burst: waited past its budget"))
@@ -65,7 +67,8 @@ def measure(url: str, nodes: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     again = SqlState.open(url, cluster)
     open_s = time.perf_counter() - t0
-    assert len(again.ledger) == nodes and abs(again.spent_usd - spent) < 1e-6, "the store lost something"
+    loaded = len(again.nodes)
+    assert abs(again.spent_usd - spent) < 1e-6 and len(SqlState.read(url, cluster).ledger) == nodes, "lost some"
     again.close()
     tracemalloc.start()  # memory from a second, untimed open (tracing slows Python down)
     SqlState.open(url, cluster).close()
@@ -76,7 +79,7 @@ def measure(url: str, nodes: int) -> dict[str, Any]:
         for table in STATE_TABLES:
             conn.execute(sa.delete(table).where(table.c.cluster == cluster))
     engine.dispose()
-    return {"nodes": nodes, "write_s": round(write_s, 3), "open_s": round(open_s, 3),
+    return {"nodes": nodes, "loaded": loaded, "write_s": round(write_s, 3), "open_s": round(open_s, 3),
             "peak_mib": round(peak / 2**20, 1)}
 
 
@@ -97,8 +100,8 @@ def main() -> None:
         print(json.dumps(records))
     else:
         for r in records:
-            print(f"{r['nodes']:>7} nodes: write {r['write_s']} s, open {r['open_s']} s "
-                  f"(peak {r['peak_mib']} MiB while opening)")
+            print(f"{r['nodes']:>7} nodes: write {r['write_s']} s, open {r['open_s']} s with {r['loaded']} "
+                  f"loaded (peak {r['peak_mib']} MiB while opening)")
 
 
 if __name__ == "__main__":

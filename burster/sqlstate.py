@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, create_engine, delete, insert, select
+from sqlalchemy import Connection, Engine, Table, create_engine, delete, func, insert, select, true
 from sqlalchemy.exc import SQLAlchemyError
 
 from burster.clock import utc_now
@@ -46,18 +46,27 @@ from burster.sqlschema import (
 )
 from burster.state import EndWatch, LedgerEntry, MemoryState, NodeRecord
 
+# Ended nodes and ledger entries a controller loads: longer than any budget period (a month), so the
+# period's spend is whole in memory; older ones count in the all-time spend and stay in the database.
+HISTORY = timedelta(days=45)
+
 
 class SqlState(MemoryState):
     """``MemoryState`` loaded from, and written back to, one cluster's rows of a SQL database."""
 
-    def __init__(self, engine: Engine, cluster: str, lease: Lease | None) -> None:
-        """``lease``: write as the cluster's one controller (taken here); None: read only."""
+    def __init__(self, engine: Engine, cluster: str, lease: Lease | None, history: timedelta | None = None) -> None:
+        """``lease``: write as the cluster's one controller (taken here); None: read only.
+        ``history``: load ended nodes and ledger entries only this far back from the cluster's
+        latest record (the spend they add up to is loaded all the same); None: everything."""
         super().__init__()
         self.engine = engine
         self.cluster = cluster
         self.lease = lease
+        self.history = history
         self._seq: dict[str, int] = {}  # node id -> launch order
+        self._next_seq = 0  # the launch order of the next node added
         self._dirty: set[str] = set()  # node records changed since the last commit
+        self._ledger_seq0 = 0  # the charge order of self.ledger[0] (older entries stay unloaded)
         self._saved_ledger = 0  # entries already written
         self._saved: dict[str, Any] = {}  # the small tables as last written (set by _load)
         with engine.begin() as conn:
@@ -69,17 +78,18 @@ class SqlState(MemoryState):
     def open(cls, url: str, cluster: str = "default", *, lease_s: float = LEASE_S,
              now: Callable[[], datetime] = utc_now) -> SqlState:
         """The state of ``cluster`` in the database at ``url`` (created and migrated as needed), to
-        be written by this controller alone (``burster.sqllease``; StoreError while another holds it)."""
-        return cls._open(url, cluster, Lease(cluster, lease_s, now))
+        be written by this controller alone (``burster.sqllease``; StoreError while another holds it).
+        Nodes that ended and ledger entries older than ``HISTORY`` stay in the database only."""
+        return cls._open(url, cluster, Lease(cluster, lease_s, now), HISTORY)
 
     @classmethod
     def read(cls, url: str, cluster: str = "default") -> SqlState:
         """The state of ``cluster`` as it is now, to read (reports, tests), not to run a controller on;
         nothing in the database changes (StoreError if its schema is not this code's: none, or older)."""
-        return cls._open(url, cluster, None)
+        return cls._open(url, cluster, None, None)
 
     @classmethod
-    def _open(cls, url: str, cluster: str, lease: Lease | None) -> SqlState:
+    def _open(cls, url: str, cluster: str, lease: Lease | None, history: timedelta | None) -> SqlState:
         try:
             engine = create_engine(url)
         except (SQLAlchemyError, ImportError) as err:
@@ -94,7 +104,7 @@ class SqlState(MemoryState):
                                      "the Alembic upgrade in docs/state.md")
             else:
                 upgrade(engine)
-            return cls(engine, cluster, lease)
+            return cls(engine, cluster, lease, history)
         except SQLAlchemyError as err:
             engine.dispose()
             raise StoreError(f"state store {redact(url)!r} cannot be opened: {_why(err)}") from err
@@ -132,7 +142,8 @@ class SqlState(MemoryState):
 
     def add_node(self, rec: NodeRecord) -> None:
         if rec.node_id not in self.nodes:
-            self._seq[rec.node_id] = len(self._seq)
+            self._seq[rec.node_id] = self._next_seq
+            self._next_seq += 1
             self._dirty.add(rec.node_id)
         super().add_node(rec)
 
@@ -154,8 +165,8 @@ class SqlState(MemoryState):
                       (insert(nodes), [self._node_row(self.nodes[i]) for i in ids])]
         new = self.ledger[self._saved_ledger:]
         if new:
-            steps.append((insert(ledger), [_ledger_row(self.cluster, self._saved_ledger + k, e)
-                                           for k, e in enumerate(new)]))
+            first = self._ledger_seq0 + self._saved_ledger
+            steps.append((insert(ledger), [_ledger_row(self.cluster, first + k, e) for k, e in enumerate(new)]))
         saved: dict[str, Any] = {"intents": dict(self.intents), "tickets": dict(self.tickets),
                                  "blocks": self._blocks(), "failed": dict(self.failed_requests),
                                  "notices": dict(self.notices), "watched": dict(self.watched)}
@@ -202,6 +213,52 @@ class SqlState(MemoryState):
         return self.lease
 
     # --- internals ----------------------------------------------------------------------------
+    def _load_nodes(self, conn: Connection, horizon: datetime | None) -> None:
+        """The live node records, and the ended ones since ``horizon`` (None: all), in launch order."""
+        kept = nodes.c.live | (func.coalesce(nodes.c.ended_at, nodes.c.launched_at) >= horizon) \
+            if horizon is not None else true()
+        offerings: dict[str, Offering] = {}  # by their JSON: a cluster's nodes share a few dozen
+        mine = nodes.c.cluster == self.cluster
+        for r in conn.execute(select(nodes).where(mine, kept).order_by(nodes.c.seq)).mappings():
+            offering = offerings.get(r["offering"])
+            if offering is None:
+                offering = offerings[r["offering"]] = offering_from(json.loads(r["offering"]))
+            rec = NodeRecord(
+                node_id=r["node_id"], provider=r["provider"], offering=offering,
+                request_id=r["request_id"], launched_at=r["launched_at"], state=NodeState(r["state"]),
+                for_job=r["for_job"], team=r["team"], project=r["project"], sprint=r["sprint"],
+                reason=r["reason"], idle_since=r["idle_since"], ended_at=r["ended_at"], exclusive=r["exclusive"])
+            self.restore(rec, live=r["live"])  # as loaded: not a change to write back
+            self._seq[rec.node_id] = r["seq"]
+        self._next_seq = (conn.execute(select(func.max(nodes.c.seq)).where(mine)).scalar() or -1) + 1
+
+    def _load_ledger(self, conn: Connection, horizon: datetime | None) -> None:
+        """The ledger from its first entry that ended since ``horizon`` (None: all of it); the
+        spend of the entries before is added up all the same."""
+        mine = ledger.c.cluster == self.cluster
+        first = 0 if horizon is None else conn.execute(
+            select(func.min(ledger.c.seq)).where(mine, ledger.c.end >= horizon)).scalar()
+        if first is None:  # every entry is older than the horizon
+            first = (conn.execute(select(func.max(ledger.c.seq)).where(mine)).scalar() or -1) + 1
+        older = select(ledger.c.team, ledger.c.usd).where(mine, ledger.c.seq < first).order_by(ledger.c.seq)
+        for team, usd in conn.execute(older):
+            self.spent_usd += float(usd)  # in charge order, as ``charge`` adds them: the same sums
+            self.spent_by_team[team] = self.spent_by_team.get(team, 0.0) + float(usd)
+        self._ledger_seq0 = first
+        rows = conn.execute(select(ledger).where(mine, ledger.c.seq >= first).order_by(ledger.c.seq)).mappings()
+        for r in rows:
+            self.charge(LedgerEntry(**{c: r[c] for c in _LEDGER_FIELDS}))
+        self._saved_ledger = len(self.ledger)
+
+    def _horizon(self, conn: Connection) -> datetime | None:
+        """Ended nodes and ledger entries before this stay unloaded: ``history`` before the latest
+        instant the cluster's node records hold (its own clock, so a simulation's too)."""
+        if self.history is None:
+            return None
+        latest = conn.execute(select(func.max(func.coalesce(nodes.c.ended_at, nodes.c.launched_at)))
+                              .where(nodes.c.cluster == self.cluster)).scalar()
+        return None if latest is None else _utc(latest) - self.history
+
     def _blocks(self) -> dict[str, tuple[datetime | None, int | None]]:
         keys = sorted(set(self.blocked) | set(self.block_strikes))
         return {k: (self.blocked.get(k), self.block_strikes.get(k)) for k in keys}
@@ -233,21 +290,9 @@ class SqlState(MemoryState):
 
     def _load(self, conn: Connection) -> None:
         mine = self.cluster
-        offerings: dict[str, Offering] = {}  # by their JSON: a cluster's nodes share a few dozen
-        for r in conn.execute(select(nodes).where(nodes.c.cluster == mine).order_by(nodes.c.seq)).mappings():
-            offering = offerings.get(r["offering"])
-            if offering is None:
-                offering = offerings[r["offering"]] = offering_from(json.loads(r["offering"]))
-            rec = NodeRecord(
-                node_id=r["node_id"], provider=r["provider"], offering=offering,
-                request_id=r["request_id"], launched_at=r["launched_at"], state=NodeState(r["state"]),
-                for_job=r["for_job"], team=r["team"], project=r["project"], sprint=r["sprint"],
-                reason=r["reason"], idle_since=r["idle_since"], ended_at=r["ended_at"], exclusive=r["exclusive"])
-            self.restore(rec, live=r["live"])  # as loaded: not a change to write back
-            self._seq[rec.node_id] = r["seq"]
-        for r in conn.execute(select(ledger).where(ledger.c.cluster == mine).order_by(ledger.c.seq)).mappings():
-            self.charge(LedgerEntry(**{c: r[c] for c in _LEDGER_FIELDS}))
-        self._saved_ledger = len(self.ledger)
+        horizon = self._horizon(conn)
+        self._load_nodes(conn, horizon)
+        self._load_ledger(conn, horizon)
         for r in conn.execute(select(intents).where(intents.c.cluster == mine)).mappings():
             self.intents[r["request_id"]] = launch_from(json.loads(r["launch"]))
         for r in conn.execute(select(tickets).where(tickets.c.cluster == mine)).mappings():
@@ -286,6 +331,11 @@ _KEYED: dict[str, tuple[Table, Any, Any]] = {
     "watched": (watched_ends, watched_ends.c.node_id, lambda w: {"ended_at": w.ended_at, "unseen": w.unseen,
                                                                  "running": w.running}),
 }
+
+
+def _utc(at: datetime) -> datetime:
+    """An aggregate's datetime as the column type gives it, or naive UTC as some drivers do."""
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def _why(err: BaseException) -> str:

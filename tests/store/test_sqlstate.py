@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -18,7 +19,7 @@ from burster.lifecycle import NodeState
 from burster.model import CheckpointTicket, Market, Offering
 from burster.plan import Launch
 from burster.sqlschema import MIGRATIONS, metadata
-from burster.sqlstate import SqlState
+from burster.sqlstate import HISTORY, SqlState
 from burster.state import LedgerEntry, MemoryState, NodeRecord
 
 T0 = datetime(2026, 3, 2, 9, 0, 0, 123456, tzinfo=UTC)
@@ -250,3 +251,42 @@ def test_reading_a_store_changes_nothing_and_says_what_to_do_when_its_schema_lag
     engine.dispose()
     SqlState.open(sqlite_url).close()  # a controller migrates it
     assert SqlState.read(sqlite_url).empty
+
+
+def _ended(state: SqlState, node_id: str, at: datetime, team: str, usd: str, *, live: bool = False) -> None:
+    state.add_node(_record(node_id, SPOT, launched_at=at, team=team))
+    if not live:
+        for step in (NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY, NodeState.TERMINATING):
+            state.move(node_id, step)
+        state.move(node_id, NodeState.TERMINATED, ended_at=at + timedelta(hours=1))
+        state.charge(replace(_entry(node_id, team, usd), start=at, end=at + timedelta(hours=1)))
+
+
+def test_a_controller_loads_its_recent_history_and_the_spend_of_all_of_it(store_url: str) -> None:
+    """Nodes that ended and ledger entries older than HISTORY before the cluster's latest record
+    stay in the database; the all-time spend and the period's spend come out as from a full read."""
+    sql = SqlState.open(store_url)
+    _ended(sql, "n-old-1", T0, "vision", "1.25")
+    _ended(sql, "n-old-2", T0 + timedelta(days=1), "nlp", "2.50")
+    _ended(sql, "n-still-up", T0 + timedelta(days=2), "vision", "0", live=True)  # launched long ago, live
+    _ended(sql, "n-recent", T0 + timedelta(days=59), "vision", "4.00")
+    _ended(sql, "n-new", T0 + timedelta(days=60), "nlp", "8.00")
+    sql.commit()
+    sql.close()
+    assert T0 + timedelta(days=60, hours=1) - HISTORY > T0 + timedelta(days=1, hours=1)  # the two old ones go
+
+    full, kept = SqlState.read(store_url), SqlState.open(store_url)
+    assert sorted(kept.nodes) == ["n-new", "n-recent", "n-still-up"] and len(full.nodes) == 5
+    assert [e.node_id for e in kept.ledger] == ["n-recent", "n-new"]
+    assert (kept.spent_usd, kept.spent_by_team) == (full.spent_usd, full.spent_by_team) == (15.75, {"vision": 5.25,
+                                                                                                 "nlp": 10.5})
+    since = T0 + timedelta(days=59, minutes=30)
+    assert kept.spent_since(since) == full.spent_since(since) == (10.0, {"vision": 2.0, "nlp": 8.0})
+
+    _ended(kept, "n-next", T0 + timedelta(days=61), "vision", "16.00")  # written after what it did not load
+    kept.commit()
+    kept.close()
+    again = SqlState.read(store_url)
+    assert [e.node_id for e in again.ledger] == ["n-old-1", "n-old-2", "n-recent", "n-new", "n-next"]
+    assert [r.node_id for r in again.live()] == ["n-still-up"] and list(again.nodes)[-1] == "n-next"
+    assert again.spent_usd == 31.75
