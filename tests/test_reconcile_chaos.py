@@ -266,6 +266,23 @@ class ChaosMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         """The faults stop and the work runs out: everything is given back and paid for once."""
+        self._settle()
+        assert not self.pool.pending() and not self.pool.running(), "the jobs never finished"
+        assert self._running() == [], "nodes left running"
+        assert not self.state.has_live() and not self.state.intents and not self.state.tickets
+        paid: dict[str, float] = {}
+        for entry in self.state.ledger:
+            paid[entry.node_id] = paid.get(entry.node_id, 0.0) + entry.billed_s
+        for cloud in self.clouds:
+            billed = billing_rule(cloud.name).billed_s
+            for node_id, (start, end) in cloud.ran.items():
+                assert end is not None
+                ran, latest = billed((end - start).total_seconds()), cloud.detected_by(start, end)
+                assert ran <= paid.get(node_id, 0.0) <= billed((latest - start).total_seconds()), (node_id, ran, paid)
+        self._report()
+
+    def _settle(self) -> None:
+        """Clear the faults, run until the jobs and nodes are done, then two listing graces more."""
         for cloud in self.clouds:
             cloud.hidden.clear()
             cloud.boot_s = 0
@@ -277,22 +294,12 @@ class ChaosMachine(RuleBasedStateMachine):
             self._step(MAX_STEP_S)
         for _ in range(int(2 * LISTING_GRACE_S + IDLE_TTL_S) // 10 + 1):
             self._step(10)
-        assert not self.pool.pending() and not self.pool.running(), "the jobs never finished"
-        assert self._running() == [], "nodes left running"
-        assert not self.state.has_live() and not self.state.intents and not self.state.tickets
-        paid: dict[str, float] = {}
-        for entry in self.state.ledger:
-            paid[entry.node_id] = paid.get(entry.node_id, 0.0) + entry.billed_s
-        ran_on = [sum(1 for _ in c.ran) for c in self.clouds]
-        event(f"cloud nodes run: {'/'.join(str(min(n, 3)) for n in ran_on)} (3: 3 or more)")
-        event(f"strays charged: {sum('ran on after' in e.reason for e in self.state.ledger) > 0}")
+
+    def _report(self) -> None:
+        """What the example exercised (``--hypothesis-show-statistics``)."""
+        event(f"cloud nodes run: {'/'.join(str(min(len(c.ran), 3)) for c in self.clouds)} (3: 3 or more)")
+        event(f"strays charged: {any('ran on after' in e.reason for e in self.state.ledger)}")
         event(f"checkpoints asked: {min(self.checkpoints, 2)}{'+' if self.checkpoints >= 2 else ''}")
-        for cloud in self.clouds:
-            billed = billing_rule(cloud.name).billed_s
-            for node_id, (start, end) in cloud.ran.items():
-                assert end is not None
-                ran, latest = billed((end - start).total_seconds()), cloud.detected_by(start, end)
-                assert ran <= paid.get(node_id, 0.0) <= billed((latest - start).total_seconds()), (node_id, ran, paid)
 
 
 # BURSTER_CHAOS_EXAMPLES=3000 for a deeper search (minutes; the suite runs 150, and a tenth on SQL:
