@@ -16,6 +16,7 @@ from sqlalchemy import (
     Dialect,
     Engine,
     Float,
+    Index,
     Integer,
     MetaData,
     Numeric,
@@ -91,6 +92,7 @@ nodes = Table(
     Column("exclusive", Boolean, nullable=False),
     Column("live", Boolean, nullable=False),  # in the live index (a failed node never is again)
 )
+Index("ix_burster_nodes_request", nodes.c.cluster, nodes.c.request_id)  # SqlState.request_spent
 tickets = Table(
     "burster_checkpoint_tickets", metadata,
     Column("cluster", String(63), primary_key=True),

@@ -119,6 +119,20 @@ class SqlState(MemoryState):
                     or self.block_strikes or self.failed_requests or self.launch_times or self.notices
                     or self.watched)
 
+    def request_spent(self, request_id: str) -> bool:
+        """As in memory; a request id none of the loaded records carries may be an older node's,
+        ended (live ones are always loaded): the database says (only a controller's load is partial)."""
+        if request_id in self._by_request or self.history is None:
+            return super().request_spent(request_id)
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execute(select(nodes.c.node_id).where(nodes.c.cluster == self.cluster,
+                                                                 nodes.c.request_id == request_id).limit(1)).first()
+        except SQLAlchemyError as err:
+            raise StoreError(f"state store {redact(str(self.engine.url))!r}: could not look up launch request "
+                             f"{request_id}: {_why(err)}") from err
+        return row is not None
+
     # --- writes the pass makes ---------------------------------------------------------------
     def put_intent(self, launch: Launch) -> None:
         """Kept at once, before the cloud is called (the crash-recovery contract)."""

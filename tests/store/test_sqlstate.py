@@ -280,6 +280,8 @@ def test_a_controller_loads_its_recent_history_and_the_spend_of_all_of_it(store_
     assert [e.node_id for e in kept.ledger] == ["n-recent", "n-new"]
     assert (kept.spent_usd, kept.spent_by_team) == (full.spent_usd, full.spent_by_team) == (15.75, {"vision": 5.25,
                                                                                                  "nlp": 10.5})
+    assert kept.request_spent("req-n-old-1") and not kept.request_spent("req-n-never")  # (asked of the database)
+    assert not kept.request_spent("req-n-still-up")
     since = T0 + timedelta(days=59, minutes=30)
     assert kept.spent_since(since) == full.spent_since(since) == (10.0, {"vision": 2.0, "nlp": 8.0})
 

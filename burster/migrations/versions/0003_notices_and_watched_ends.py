@@ -1,5 +1,6 @@
 """What a restarted controller must not forget: interruption notices standing until their node
-ends, and ended nodes listings are still watched for (one found running on is charged and terminated).
+ends, and ended nodes listings are still watched for (one found running on is charged and terminated);
+and an index to find a node by its launch request id (a controller loads only recent ended nodes).
 
 Revision ID: 0003
 Revises: 0002
@@ -37,6 +38,10 @@ def upgrade() -> None:
     )
 
 
+    op.create_index("ix_burster_nodes_request", "burster_nodes", ["cluster", "request_id"])
+
+
 def downgrade() -> None:
+    op.drop_index("ix_burster_nodes_request", "burster_nodes")
     op.drop_table("burster_watched_ends")
     op.drop_table("burster_interruption_notices")
