@@ -222,7 +222,24 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams) -> Plan:
             kept.append(a)
         else:
             refused.append((a, why))
-    return replace(plan, actions=tuple(kept), refused=tuple(refused))
+    # Room a refused launch left under the cap goes to the launches held back for it, in their order
+    # (the first that still does not fit keeps the rest waiting, as NodeRoom does); one a budget
+    # refuses is refused, not held: it would not launch were there room.
+    held: list[tuple[Launch, str]] = []
+    for a, why_held in plan.held_back:
+        spend = _refuse_spend(launch_usd(a), a.offering.market, a.team, params, total, by_team, per)
+        if spend is not None:
+            refused.append((a, spend))
+        elif held or _refuse_launch(a, params, total, by_team, live, launched, per) is not None:
+            held.append((a, why_held))
+        else:
+            kept.append(a)
+            usd = launch_usd(a)
+            total += usd
+            by_team[a.team] = by_team.get(a.team, 0.0) + usd
+            live += a.count
+            launched += a.count
+    return replace(plan, actions=tuple(kept), refused=tuple(refused), held_back=tuple(held))
 
 
 def _refuse_node_action(a: Action, nodes: Mapping[str, object], protected: frozenset[str]) -> str | None:

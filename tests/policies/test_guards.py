@@ -218,3 +218,21 @@ def test_no_launch_is_refused_for_the_node_cap(snap: Snapshot, max_nodes: int) -
     live = sum(1 for n in snap.cloud_nodes if n.state not in (NodeState.TERMINATED, NodeState.FAILED))
     assert sum(a.count for a in plan.launches) <= max(max_nodes - live, 0)
     assert not {a.request_id for a, _ in plan.held_back} & {a.request_id for a in plan.launches}
+
+
+def test_room_a_budget_refusal_leaves_under_the_cap_goes_to_the_launches_held_back_for_it() -> None:
+    """A gang the budget refuses held its nodes' slots while the plan was made: the job held back
+    behind it at the cap would wait for good (the refused gang comes first every pass). Found by
+    running the chaos test (tests/test_reconcile_chaos.py) under a budget and a cap of four."""
+    snap = replace(no_reserved_room((), live=0), spend=Spend(total_usd=20.0))
+    big, small, after = launch("big", 4), launch("small", 1), launch("after", 4)
+    plan = Plan((big,), held_back=((small, "max nodes 4 reached"), (after, "max nodes 4 reached")))
+    guarded = apply_guards(plan, snap, GuardParams(total_budget_usd=23.0, max_nodes=4))
+    assert [a.job_id for a in guarded.launches] == ["small"]  # $0.90 fits where the gang's $3.60 did not
+    assert [(a.job_id, why.split(":")[0]) for a, why in guarded.refused] == [
+        ("big", "global budget $23.00 would be exceeded"), ("after", "global budget $23.00 would be exceeded")]
+    assert guarded.held_back == ()
+    # without the budget, the gang takes the slots and the others stay held, in turn
+    capped = apply_guards(plan, snap, GuardParams(max_nodes=4))
+    assert [a.job_id for a in capped.launches] == ["big"] and [a.job_id for a, _ in capped.held_back] == ["small",
+                                                                                                             "after"]
