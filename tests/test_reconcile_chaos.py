@@ -27,11 +27,13 @@ from burster.clock import FakeClock
 from burster.errors import CapacityError, ProviderError, TransientError
 from burster.lifecycle import NodeState
 from burster.model import Demand, Market, Node, Offering
+from burster.plan import Launch, Plan
 from burster.reconcile_nodes import LISTING_GRACE_S
-from burster.reconciler import Reconciler
+from burster.reconciler import PassReport, Reconciler
 from burster.state import MemoryState
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
+from policies.guards import GuardParams
 from policies.reclaim import ReclaimParams
 from providers.fake import FakeCloudProvider
 from providers.sim.events import EventQueue
@@ -133,18 +135,22 @@ class ChaosMachine(RuleBasedStateMachine):
         self.pool = FlakyPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
         self.clouds = [_BootingCloud("fake", [CHEAP, DEAR, SPOT], self.pool, self.clock),
                        _BootingCloud("fake2", OTHERS, self.pool, self.clock)]
+        self.budget_usd: float | None = None  # a hard dollar budget (``busy`` draws it)
         self.state = self._open_state()
         self.rec = self._controller()
         self.jobs = 0
         self.pool_fault = ""  # a pool call to fail in the next pass
         self.checkpoints = 0  # checkpoints the controller asked for
+        self.last = PassReport(T0, Plan())  # the last pass's
 
     def _open_state(self) -> MemoryState:
         return self.state if hasattr(self, "state") else MemoryState()  # a restart keeps it, as a store would
 
     def _controller(self) -> Reconciler:
+        guards = GuardParams(total_budget_usd=self.budget_usd, max_nodes=4)
         policy = BursterPolicy(CostModel(CostParams(launch_latency_s=60)),
-                               BursterParams(reclaim=ReclaimParams(idle_ttl_s=IDLE_TTL_S, move_back=False)))
+                               BursterParams(reclaim=ReclaimParams(idle_ttl_s=IDLE_TTL_S, move_back=False),
+                                             guards=guards))
         return Reconciler(providers={c.name: c for c in self.clouds}, pool=self.pool, policy=policy,
                           clock=self.clock, state=self.state)
 
@@ -155,9 +161,13 @@ class ChaosMachine(RuleBasedStateMachine):
         return [(k, i) for k, c in enumerate(self.clouds) for i in c.shown()]
 
     # --- demand and time ---------------------------------------------------------------------
-    @initialize(hours=st.lists(st.floats(0.5, 3.0), min_size=2, max_size=4))
-    def busy(self, hours: list[float]) -> None:
-        """Start with more work than the one reserved node takes: something bursts."""
+    @initialize(hours=st.lists(st.floats(0.5, 3.0), min_size=2, max_size=4),
+                budget_usd=st.sampled_from([None, None, 25.0, 80.0]))
+    def busy(self, hours: list[float], budget_usd: float | None) -> None:
+        """Start with more work than the one reserved node takes: something bursts. Under a hard
+        dollar budget or none, and at most four cloud nodes."""
+        self.budget_usd = budget_usd
+        self.rec = self._controller()
         for h in hours:
             self.submit(1, h)
 
@@ -181,7 +191,7 @@ class ChaosMachine(RuleBasedStateMachine):
         self.pool.schedule(now)
         if self.pool_fault:  # the pool fails the controller's call, not its own scheduling
             setattr(self.pool, self.pool_fault, TransientError(f"pool: {self.pool_fault} refused"))
-        report = self.rec.run_once()  # never raises on a cloud's or the pool's error
+        report = self.last = self.rec.run_once()  # never raises on a cloud's or the pool's error
         self.checkpoints += len(report.plan.checkpoints)
         for knob in ("fail_checkpoint", "fail_drain", "fail_pending"):
             setattr(self.pool, knob, None)
@@ -267,7 +277,9 @@ class ChaosMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         """The faults stop and the work runs out: everything is given back and paid for once."""
         self._settle()
-        assert not self.pool.pending() and not self.pool.running(), "the jobs never finished"
+        left = {j.job_id for j in self.pool.pending()}
+        assert left <= self._refused_by_budget() and not self.pool.running(), "the jobs never finished"
+        assert not left or self.budget_usd is not None  # only a hard budget keeps a job waiting for good
         assert self._running() == [], "nodes left running"
         assert not self.state.has_live() and not self.state.intents and not self.state.tickets
         paid: dict[str, float] = {}
@@ -282,24 +294,40 @@ class ChaosMachine(RuleBasedStateMachine):
         self._report()
 
     def _settle(self) -> None:
-        """Clear the faults, run until the jobs and nodes are done, then two listing graces more."""
+        """Clear the faults and run until the jobs and nodes are done (but for jobs a hard budget
+        refuses a cloud launch that on-prem cannot run), and have stayed so for two listing graces
+        (strays come to light; a budget's room can open again as live nodes end)."""
         for cloud in self.clouds:
             cloud.hidden.clear()
             cloud.boot_s = 0
         self.pool_fault = ""
         self._step(1)  # one-shot faults still armed fire here, or at the latest in the next passes
-        for _ in range(4 * 24 * 6):  # four days in 10-minute passes: every job (<= 3 h, restarts) ends
-            if not (self.pool.pending() or self.pool.running() or self._running() or self.state.has_live()):
+        settled = timedelta(seconds=2 * LISTING_GRACE_S + IDLE_TTL_S)
+        done_since = None
+        for _ in range(4 * 24 * 60):  # four days in passes of a minute: every job (<= 3 h, restarts) ends
+            if not self._done():
+                done_since = None
+            elif done_since is None:
+                done_since = self.clock.now()
+            elif self.clock.now() - done_since >= settled:
                 break
-            self._step(MAX_STEP_S)
-        for _ in range(int(2 * LISTING_GRACE_S + IDLE_TTL_S) // 10 + 1):
-            self._step(10)
+            self._step(60)
+
+    def _done(self) -> bool:
+        """Nothing runs or is live, and nothing waits but what a hard budget refused."""
+        if self.pool.running() or self._running() or self.state.has_live():
+            return False
+        return {j.job_id for j in self.pool.pending()} <= self._refused_by_budget()
+
+    def _refused_by_budget(self) -> set[str | None]:
+        return {a.job_id for a, why in self.last.plan.refused if isinstance(a, Launch) and "budget" in why}
 
     def _report(self) -> None:
         """What the example exercised (``--hypothesis-show-statistics``)."""
         event(f"cloud nodes run: {'/'.join(str(min(len(c.ran), 3)) for c in self.clouds)} (3: 3 or more)")
         event(f"strays charged: {any('ran on after' in e.reason for e in self.state.ledger)}")
         event(f"checkpoints asked: {min(self.checkpoints, 2)}{'+' if self.checkpoints >= 2 else ''}")
+        event(f"budget: {self.budget_usd}, jobs it left waiting: {bool(self.pool.pending())}")
 
 
 # BURSTER_CHAOS_EXAMPLES=3000 for a deeper search (minutes; the suite runs 150, and a tenth on SQL:
