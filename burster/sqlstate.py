@@ -65,6 +65,7 @@ class SqlState(MemoryState):
         self.history = history
         self._seq: dict[str, int] = {}  # node id -> launch order
         self._next_seq = 0  # the launch order of the next node added
+        self._unloaded = 0  # node records the load left in the database (older than ``history``)
         self._dirty: set[str] = set()  # node records changed since the last commit
         self._ledger_seq0 = 0  # the charge order of self.ledger[0] (older entries stay unloaded)
         self._saved_ledger = 0  # entries already written
@@ -121,8 +122,8 @@ class SqlState(MemoryState):
 
     def request_spent(self, request_id: str) -> bool:
         """As in memory; a request id none of the loaded records carries may be an older node's,
-        ended (live ones are always loaded): the database says (only a controller's load is partial)."""
-        if request_id in self._by_request or self.history is None:
+        ended (live ones are always loaded): the database says, when the load left any out."""
+        if request_id in self._by_request or not self._unloaded:
             return super().request_spent(request_id)
         try:
             with self.engine.connect() as conn:
@@ -244,7 +245,9 @@ class SqlState(MemoryState):
                 reason=r["reason"], idle_since=r["idle_since"], ended_at=r["ended_at"], exclusive=r["exclusive"])
             self.restore(rec, live=r["live"])  # as loaded: not a change to write back
             self._seq[rec.node_id] = r["seq"]
-        self._next_seq = (conn.execute(select(func.max(nodes.c.seq)).where(mine)).scalar() or -1) + 1
+        last, count = conn.execute(select(func.max(nodes.c.seq), func.count()).where(mine)).one()
+        self._next_seq = (last if last is not None else -1) + 1
+        self._unloaded = count - len(self._seq)
 
     def _load_ledger(self, conn: Connection, horizon: datetime | None) -> None:
         """The ledger from its first entry that ended since ``horizon`` (None: all of it); the

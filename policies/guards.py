@@ -201,16 +201,22 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams) -> Plan:
     live = live_nodes(snapshot)
     launched = snapshot.spend.launches_last_minute
     per = _per(snapshot.spend.period)
+
+    def take(a: Launch) -> None:
+        """Count a launch the guards keep."""
+        nonlocal total, live, launched
+        usd = launch_usd(a)
+        total += usd
+        by_team[a.team] = by_team.get(a.team, 0.0) + usd
+        live += a.count
+        launched += a.count
+
     for a in plan.actions:
         why = _refuse_node_action(a, nodes, protected)
         if why is None and isinstance(a, Launch):
             why = _refuse_launch(a, params, total, by_team, live, launched, per)
             if why is None:
-                usd = launch_usd(a)
-                total += usd
-                by_team[a.team] = by_team.get(a.team, 0.0) + usd
-                live += a.count
-                launched += a.count
+                take(a)
         elif why is None and isinstance(a, Hold) and a.node_id in nodes:  # an idle cloud node runs a job
             offering = nodes[a.node_id].offering
             usd = offering.price_per_hour_usd * a.est_hours
@@ -234,11 +240,7 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams) -> Plan:
             held.append((a, why_held))
         else:
             kept.append(a)
-            usd = launch_usd(a)
-            total += usd
-            by_team[a.team] = by_team.get(a.team, 0.0) + usd
-            live += a.count
-            launched += a.count
+            take(a)
     return replace(plan, actions=tuple(kept), refused=tuple(refused), held_back=tuple(held))
 
 
