@@ -17,6 +17,7 @@ from burster.model import (
     Offering,
     Placement,
     PoolNode,
+    RuntimeHistory,
     Signal,
     Snapshot,
 )
@@ -56,11 +57,27 @@ class CloudProvider(Protocol):
     def interruptions(self) -> Sequence[Interruption]: ...
 
 
-class Pool(Protocol):
-    """The on-prem scheduler (Slurm, Kubernetes) that burst nodes join.
+class PoolReader(Protocol):
+    """What the on-prem scheduler (Slurm, Kubernetes) reports; every pass reads all of it.
 
     - ``pending``: queued demand, oldest first.  ``running``: jobs and where they run.
     - ``nodes``: on-prem nodes with free GPUs (cloud nodes are reported by their provider).
+    - ``runtime_history``: how far off the runtime estimates run, from the jobs that finished
+      most recently (``RuntimeHistory``; the simulated pool keeps 256 jobs, and 128 of each team).
+    """
+
+    def pending(self) -> Sequence[Demand]: ...
+
+    def running(self) -> Sequence[Placement]: ...
+
+    def nodes(self) -> Sequence[PoolNode]: ...
+
+    def runtime_history(self) -> RuntimeHistory: ...
+
+
+class PoolActuator(Protocol):
+    """What the runtime asks of the on-prem scheduler.
+
     - ``bootstrap``: user-data that makes a new node of ``offering`` join this pool.
     - ``checkpoint``: ask the job on a node to checkpoint before ``deadline``; calling it again for
       the same node returns the ticket's current state (that is how it is polled).
@@ -70,18 +87,7 @@ class Pool(Protocol):
       an idle exclusive cloud node (``Launch.exclusive``), the job starts there at once.
     - ``preempt``: ask an on-prem job to checkpoint before ``deadline``, then requeue it keeping the
       checkpointed work (``Preempt``); until then its Placement carries ``stopping_at``.
-    - ``runtime_ratios``: for the jobs that finished most recently (a few hundred, oldest first), how
-      long each really ran over its runtime estimate (Slurm: elapsed / time limit, from sacct);
-      ``runtime_ratio_teams``: the team of each of those jobs (Slurm: the account), "" where none;
-      ``team_runtime_ratios``: per team, by name, the ratios of its own last jobs (the simulated pool
-      keeps 128 a team; the policy tells a team apart from 100).
     """
-
-    def pending(self) -> Sequence[Demand]: ...
-
-    def running(self) -> Sequence[Placement]: ...
-
-    def nodes(self) -> Sequence[PoolNode]: ...
 
     def bootstrap(self, offering: Offering) -> str: ...
 
@@ -93,11 +99,10 @@ class Pool(Protocol):
 
     def preempt(self, job_id: str, deadline: datetime) -> None: ...
 
-    def runtime_ratios(self) -> Sequence[float]: ...
 
-    def runtime_ratio_teams(self) -> Sequence[str]: ...
-
-    def team_runtime_ratios(self) -> Sequence[tuple[str, tuple[float, ...]]]: ...
+class Pool(PoolReader, PoolActuator, Protocol):
+    """The on-prem scheduler that burst nodes join: an adapter (``providers/slurm``,
+    ``providers/kubernetes``, ``providers/sim``) implements both halves."""
 
 
 class SignalSource(Protocol):

@@ -261,6 +261,25 @@ class Spend:
 
 
 @dataclass(frozen=True, slots=True)
+class RuntimeHistory:
+    """How far off the runtime estimates a pool is given run, from the jobs it finished last.
+
+    ``ratios``: true / estimated runtime of the last jobs to finish, oldest first (Slurm: elapsed /
+    time limit, from sacct); ``teams``: the team of each ("" where none), or () where the pool does
+    not say; ``by_team``: per team, by name, the ratios of its own last jobs (a longer history).
+    """
+
+    ratios: tuple[float, ...] = ()
+    teams: tuple[str, ...] = ()
+    by_team: tuple[tuple[str, tuple[float, ...]], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.teams and len(self.teams) != len(self.ratios):
+            raise ValueError(f"RuntimeHistory: {len(self.teams)} teams for {len(self.ratios)} ratios; "
+                             "give one team per ratio, or none")
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything a policy may look at, frozen at one instant."""
 
@@ -276,7 +295,7 @@ class Snapshot:
     degraded_providers: frozenset[str] = field(default_factory=frozenset)
     spend: Spend = field(default_factory=Spend)
     # true / estimated runtime of the jobs the pool finished most recently, oldest first (how far off
-    # the estimates it is given run; ``Pool.runtime_ratios``)
+    # the estimates it is given run; ``Pool.runtime_history``)
     runtime_ratios: tuple[float, ...] = ()
     # the team of each of those jobs (``Demand.team``; "" for none), or () where the pool does not say
     runtime_ratio_teams: tuple[str, ...] = ()

@@ -135,8 +135,7 @@ class Reconciler:
         try:
             running = tuple(self.pool.running())  # after the checkpoints that finished left it (and requeued)
             pending, pool_nodes = tuple(self.pool.pending()), tuple(self.pool.nodes())
-            ratios = tuple(self.pool.runtime_ratios()), tuple(self.pool.runtime_ratio_teams())
-            team_ratios = tuple(self.pool.team_runtime_ratios())
+            history = self.pool.runtime_history()
         except ProviderError as err:
             raise _PoolUnread(now, err) from err
         cloud_nodes = self.nodes.snapshot_nodes(now, running)
@@ -153,9 +152,9 @@ class Reconciler:
             blocked_offerings=frozenset(k for k, until in self.state.blocked.items() if until > now),
             degraded_providers=frozenset(degraded),
             spend=self._spend(now),
-            runtime_ratios=ratios[0],
-            runtime_ratio_teams=ratios[1],
-            team_runtime_ratios=team_ratios,
+            runtime_ratios=history.ratios,
+            runtime_ratio_teams=history.teams,
+            team_runtime_ratios=history.by_team,
         )
 
     def _expire_intents(self, now: datetime) -> None:

@@ -33,3 +33,19 @@ def test_policies_import_only_contracts_and_stdlib() -> None:
                 assert module in contract, f"{path.name} imports {module}"
             elif root not in allowed_roots:
                 assert root in sys.stdlib_module_names, f"{path.name} imports {module}"
+
+
+def test_every_protocol_is_small() -> None:
+    """DESIGN.md: small Protocols, at most five methods each (a larger one is split, as Pool is into
+    PoolReader and PoolActuator)."""
+    import inspect
+    from typing import Protocol
+
+    import burster.interfaces as interfaces
+
+    protocols = [c for _, c in inspect.getmembers(interfaces, inspect.isclass)
+                 if c.__module__ == interfaces.__name__ and Protocol in c.__mro__]
+    assert {p.__name__ for p in protocols} >= {"CloudProvider", "PoolReader", "PoolActuator", "Pool"}
+    for proto in protocols:
+        own = [name for name, v in vars(proto).items() if callable(v) and not name.startswith("_")]
+        assert len(own) <= 5, f"{proto.__name__} declares {len(own)} methods: {own}; split it"

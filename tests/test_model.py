@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import fields, replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from burster.model import Demand
+from burster.model import Demand, RuntimeHistory
 from tests.policies.strategies import demands
 
 
@@ -30,3 +31,10 @@ def test_with_estimate_is_replace_of_est_runtime_s(jobs: tuple[Demand, ...], don
         fast, slow = job.with_estimate(est_s), replace(job, est_runtime_s=est_s)
         assert all(getattr(fast, f.name) == getattr(slow, f.name) for f in fields(Demand))
         assert fast == slow and hash(fast) == hash(slow) and fast.remaining_s == slow.remaining_s
+
+
+def test_a_runtime_history_gives_one_team_per_ratio_or_none() -> None:
+    assert RuntimeHistory((1.0, 2.0), ("a", "")).teams == ("a", "")
+    assert RuntimeHistory((1.0, 2.0)).teams == ()  # a pool that does not say whose jobs they were
+    with pytest.raises(ValueError, match="1 teams for 2 ratios; give one team per ratio, or none"):
+        RuntimeHistory((1.0, 2.0), ("a",))

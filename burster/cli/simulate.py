@@ -126,10 +126,11 @@ def main(args: argparse.Namespace) -> int:
     result["estimate_error"] = args.estimate_error
     result["estimate_bias"] = args.estimate_bias
     result["estimate_team_spread"] = args.estimate_team_spread
-    ratios = world.pool.runtime_ratios()  # what the policy learned of the estimates (policies/estimates.py)
+    history = world.pool.runtime_history()  # what the policy learned of the estimates (policies/estimates.py)
+    ratios = history.ratios
     result["runtime_ratio_median"] = round(statistics.median(ratios), 4) if ratios else None
     corrects = config.policy.name == "burster" and config.policy.correct_estimates
-    factor, by_team = runtime_corrections(tuple(ratios), tuple(world.pool.team_runtime_ratios()))
+    factor, by_team = runtime_corrections(ratios, history.by_team)
     result["estimate_correction"] = factor if corrects else None
     result["estimate_correction_by_team"] = dict(sorted(by_team.items())) if corrects else None
     if args.json:

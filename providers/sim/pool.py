@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from burster.model import CheckpointTicket, Demand, Market, Offering, Placement, PoolNode, Requeue
+from burster.model import CheckpointTicket, Demand, Market, Offering, Placement, PoolNode, Requeue, RuntimeHistory
 from providers.sim.events import EventQueue
 from providers.sim.metrics import PoolMetrics
 from providers.sim.onprem import OnPremNodes
@@ -82,17 +82,9 @@ class SimPool:
             self._cache["nodes"] = self.onprem.pool_nodes()
         return self._cache["nodes"]  # type: ignore[return-value]
 
-    def runtime_ratios(self) -> Sequence[float]:
-        """True over estimated runtime of the last jobs to finish, oldest first (``TrueRuntimes``)."""
-        return self.truth.ratios()
-
-    def runtime_ratio_teams(self) -> Sequence[str]:
-        """The team of each job ``runtime_ratios`` reports on."""
-        return self.truth.teams()
-
-    def team_runtime_ratios(self) -> Sequence[tuple[str, tuple[float, ...]]]:
-        """Per team, its own last jobs' true over estimated runtimes (``TrueRuntimes.by_team``)."""
-        return self.truth.by_team()
+    def runtime_history(self) -> RuntimeHistory:
+        """How far off the estimates the last jobs to finish ran (``TrueRuntimes.history``)."""
+        return self.truth.history()
 
     def bootstrap(self, offering: Offering) -> str:
         return f"#cloud-config\n# join simulated pool as {offering.gpu_model} x{offering.gpus_per_node}\n"

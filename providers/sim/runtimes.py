@@ -2,7 +2,7 @@
 
 The controller and the pool's backfill see each job's estimate (``Demand.est_runtime_s``); a job runs
 for its true runtime. The pool reports the true / estimated runtime of the jobs that finished last
-(``Pool.runtime_ratios``), as a Slurm adapter would read elapsed / time limit from sacct.
+(``Pool.runtime_history``), as a Slurm adapter would read elapsed / time limit from sacct.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 
-from burster.model import Demand
+from burster.model import Demand, RuntimeHistory
 
 RATIO_HISTORY = 256  # finished jobs whose runtime ratios the pool reports
 TEAM_HISTORY = 128  # and of each team, its own last jobs' ratios
@@ -29,8 +29,7 @@ class TrueRuntimes:
         self._own_tuples: dict[str, tuple[float, ...]] = {}  # each team's view, until one of its jobs finishes
         for ratio, team in history:
             self._record(ratio, team)
-        self._view: tuple[tuple[float, ...], tuple[str, ...]] | None = None
-        self._own_view: tuple[tuple[str, tuple[float, ...]], ...] | None = None
+        self._view: RuntimeHistory | None = None
 
     def of(self, job: Demand) -> float:
         """How long ``job`` really runs (its estimate unless told otherwise)."""
@@ -40,7 +39,7 @@ class TrueRuntimes:
         """Record a finished job's true / estimated runtime, and its team."""
         if job.est_runtime_s > 0:
             self._record(self.of(job) / job.est_runtime_s, job.team)
-            self._view = self._own_view = None
+            self._view = None
 
     def _record(self, ratio: float, team: str) -> None:
         self._ratios.append(ratio)
@@ -49,26 +48,14 @@ class TrueRuntimes:
             self._own.setdefault(team, deque(maxlen=TEAM_HISTORY)).append(ratio)
             self._own_tuples.pop(team, None)
 
-    def ratios(self) -> tuple[float, ...]:
-        """The last ``RATIO_HISTORY`` ratios, oldest first: the same tuple until a job finishes."""
-        return self._views()[0]
-
-    def teams(self) -> tuple[str, ...]:
-        """The team of each of ``ratios()``: the same tuple until a job finishes."""
-        return self._views()[1]
-
-    def by_team(self) -> tuple[tuple[str, tuple[float, ...]], ...]:
-        """Per team, by name, its last ``TEAM_HISTORY`` ratios, oldest first: the same tuple until a job
-        finishes (and a team's own, until one of its jobs does)."""
-        if self._own_view is None:
+    def history(self) -> RuntimeHistory:
+        """The last ``RATIO_HISTORY`` ratios and their teams, and each team's own last
+        ``TEAM_HISTORY``, oldest first: the same value until a job finishes (and a team's own
+        tuple, until one of its jobs does)."""
+        if self._view is None:
             for t, q in self._own.items():
                 if t not in self._own_tuples:
                     self._own_tuples[t] = tuple(q)
-            self._own_view = tuple(sorted(self._own_tuples.items()))
-        return self._own_view
-
-    def _views(self) -> tuple[tuple[float, ...], tuple[str, ...]]:
-        if self._view is None:
-            self._view = tuple(self._ratios), tuple(self._teams)
+            self._view = RuntimeHistory(tuple(self._ratios), tuple(self._teams),
+                                        tuple(sorted(self._own_tuples.items())))
         return self._view
-

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from burster.errors import ConfigError
-from burster.model import Demand
+from burster.model import Demand, RuntimeHistory
 from burster.sim.estimates import with_estimate_error
 from providers.sim.events import EventQueue
 from providers.sim.pool import SimPool
@@ -60,14 +60,14 @@ def test_the_pool_reports_true_over_estimated_runtime_of_its_last_finished_jobs(
     n = RATIO_HISTORY + 4
     runtimes = {f"j{i}": 1800.0 for i in range(n)}
     pool = SimPool(events, nodes=40, gpus_per_node=8, gpu_model="V100", runtimes=runtimes)
-    assert pool.runtime_ratios() == ()
+    assert pool.runtime_history() == RuntimeHistory()
     for i in range(n):
         pool.submit(Demand(f"j{i}", 1, T0, 3600.0 if i < 4 else 900.0, gpu_model="V100"), T0)
     pool.schedule(T0)
     events.run_until(T0 + timedelta(hours=1))
-    ratios = pool.runtime_ratios()
-    assert len(ratios) == RATIO_HISTORY and set(ratios) == {2.0}  # the four 0.5s, recorded first, aged out
-    assert pool.runtime_ratios() is ratios  # the same tuple until another job finishes
+    history = pool.runtime_history()
+    assert len(history.ratios) == RATIO_HISTORY and set(history.ratios) == {2.0}  # the first four (0.5) aged out
+    assert pool.runtime_history() is history  # the same value until another job finishes
 
 
 def test_work_saved_at_a_stop_counts_past_the_estimate() -> None:
@@ -160,10 +160,10 @@ def test_the_pool_reports_the_team_of_each_finished_job_with_its_ratio() -> None
     pool.submit(Demand("b", 1, T0, 3600.0, gpu_model="V100"), T0)
     pool.schedule(T0)
     events.run_until(T0 + timedelta(hours=1))
-    assert pool.runtime_ratios() == (3.0, 0.5, 1.0) and pool.runtime_ratio_teams() == ("old", "vc_a", "")
-    assert pool.runtime_ratio_teams() is pool.runtime_ratio_teams()  # the same tuple until a job finishes
-    assert pool.team_runtime_ratios() == (("old", (3.0,)), ("vc_a", (0.5,)))  # by name; no team: none
-    assert pool.team_runtime_ratios() is pool.team_runtime_ratios()
+    history = pool.runtime_history()
+    assert history.ratios == (3.0, 0.5, 1.0) and history.teams == ("old", "vc_a", "")
+    assert history.by_team == (("old", (3.0,)), ("vc_a", (0.5,)))  # by name; no team: none
+    assert pool.runtime_history() is history  # the same value until a job finishes
 
 
 def test_each_team_keeps_its_own_longer_history() -> None:
@@ -171,11 +171,12 @@ def test_each_team_keeps_its_own_longer_history() -> None:
 
     history = [(0.5, "a")] * (2 * TEAM_HISTORY) + [(2.0, "b")] * RATIO_HISTORY
     truth = TrueRuntimes(history=history)
-    assert truth.ratios() == (2.0,) * RATIO_HISTORY and set(truth.teams()) == {"b"}  # a's aged out here
-    assert truth.by_team() == (("a", (0.5,) * TEAM_HISTORY), ("b", (2.0,) * TEAM_HISTORY))  # not there
-    (_, a), _ = truth.by_team()
+    first = truth.history()
+    assert first.ratios == (2.0,) * RATIO_HISTORY and set(first.teams) == {"b"}  # a's aged out here
+    assert first.by_team == (("a", (0.5,) * TEAM_HISTORY), ("b", (2.0,) * TEAM_HISTORY))  # not there
+    (_, a), _ = first.by_team
     truth.finished(Demand("b1", 1, T0, 100.0, team="b"))  # ran its estimate: 1.0
-    (_, a2), (_, b2) = truth.by_team()
+    (_, a2), (_, b2) = truth.history().by_team
     assert a2 is a and b2 == (2.0,) * (TEAM_HISTORY - 1) + (1.0,)  # only b's view is new
 
 
