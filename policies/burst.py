@@ -182,7 +182,8 @@ class _Room:
 def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
           queue: ReservedQueue | None = None, wakes: list[datetime] | None = None,
           incoming: frozenset[str] = frozenset(), standby: Standby | None = None,
-          stays: dict[str, Callable[[], datetime | None]] | None = None) -> list[Launch]:
+          stays: dict[str, Callable[[], datetime | None]] | None = None,
+          taken: set[str] | None = None) -> list[Launch]:
     """Launches for the pending jobs that should not wait for reserved capacity (``incoming``: jobs
     whose GPUs are on the way already, e.g. a preempted reserved job's).
 
@@ -193,6 +194,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     (fragmentation, a FIFO head's reservation), still ages towards its wait budget and spot slack.
     ``stays`` (if given) receives, by request id, how to work out until when each launch stays
     wanted with nothing else happening (``wanted_until``; asked of the launches the node cap holds back).
+    ``taken`` (if given) receives the idle non-exclusive nodes counted on to take a pending job.
     """
     now = snapshot.now
     queue = queue or ReservedQueue(now, snapshot.pool_nodes, snapshot.running)
@@ -214,7 +216,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
             continue
         wait_s = queue.expected_wait_s(job)
         waited_s = (now - job.submitted_at).total_seconds()
-        if wait_s > 0.0 and idle.take(job) is not None:
+        if wait_s > 0.0 and _took(idle.take(job), taken):
             continue
         queued_s = (now - (job.queued_at or job.submitted_at)).total_seconds()
         # the pool may not have looked yet, or it will surely start it: it fits and so does the queue
@@ -223,7 +225,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         deferring = offering is not None and defers(job, waited_s, now, cost, params, offering, scale)
         launch = None if offering is None else _consider(job, offering, deferring, wait_s, waited_s, now, cost,
                                                          params, scale)
-        if launch is not None and wait_s == 0.0 and idle.take(job) is not None:
+        if launch is not None and wait_s == 0.0 and _took(idle.take(job), taken):
             continue
         if launch is not None and offering is not None and standby is not None and standby.free and \
                 standby.take(job, _may_take(job, offering, now, cost, params, long), now, launch):
@@ -248,6 +250,15 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     if standby is not None and standby.stock:
         launches += stock_launches(standby, now, cost.p.launch_latency_s)
     return launches
+
+
+def _took(nodes: list[Node] | None, taken: set[str] | None) -> bool:
+    """Whether an idle node took the job (``nodes``), noting it in ``taken``."""
+    if nodes is None:
+        return False
+    if taken is not None:
+        taken.update(n.node_id for n in nodes)
+    return True
 
 
 def _may_take(job: Demand, chosen: Offering, now: datetime, cost: CostModel,

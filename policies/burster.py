@@ -75,8 +75,9 @@ class BursterPolicy:
             wakes.append(warm.next_change)
         swaps: list[Action] = []
         stays: dict[str, Callable[[], datetime | None]] = {}  # until when each burst stays wanted
+        taken: set[str] = set()  # idle nodes counted on to take a pending job: not reclaimed
         if not stopping:  # no new launches while a hard budget is stopping the burn
-            launches = burst(snapshot, self.cost, p.burst, queue, wakes, incoming(snapshot), warm, stays)
+            launches = burst(snapshot, self.cost, p.burst, queue, wakes, incoming(snapshot), warm, stays, taken)
             if p.preempt_onprem:  # a launch the cap holds back may still be replaced by reserved GPUs
                 protected = p.guards.protected_node_ids
                 ends = partial(node_ends_s, snapshot, p.reclaim.idle_ttl_s)
@@ -84,7 +85,8 @@ class BursterPolicy:
                                                      lambda: slots.slot_waits(launches, ends))
             actions += warm.holds + slots.keep(launches) + swaps
         kept_warm = warm.keep()
-        actions += idle_ttl(snapshot, p.reclaim, kept_warm)
+        handed = frozenset(taken) | {h.node_id for h in warm.holds}
+        actions += idle_ttl(snapshot, p.reclaim, kept_warm | handed)
         if p.reclaim.move_back:
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
             back: list[Checkpoint | Hold] = []

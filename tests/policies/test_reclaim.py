@@ -239,3 +239,25 @@ def test_a_node_whose_job_has_not_started_on_it_by_the_join_timeout_goes(state: 
                 if isinstance(a, Terminate)]
     shorter = BursterPolicy(POLICY.cost, replace(POLICY.params, reclaim=ReclaimParams(join_timeout_s=600.0)))
     assert [a for a in shorter.decide(_unjoined(state, 600.0)).actions if isinstance(a, Terminate)]
+
+
+@pytest.mark.parametrize("exclusive", [True, False])
+@pytest.mark.parametrize("idle_s", [300.0, 400.0])
+def test_an_idle_node_past_its_ttl_that_a_job_takes_is_not_also_terminated(exclusive: bool, idle_s: float) -> None:
+    """An idle node past its TTL that a bursting job takes (held for it if exclusive, the pool's to
+    give if not) stays: ending it in the same plan would end the job's node (or leave the job
+    counted on a node that goes). With no job to take it, it goes."""
+    hog = Placement(Demand("hog", 8, NOW - timedelta(hours=1), 30 * 3600.0, gpu_model="V100"), ("onprem-0",),
+                    NOW - timedelta(hours=1), False, Market.RESERVED)
+    idle = Node("idle1", SPOT, NodeState.READY, NOW - timedelta(seconds=800), "q1", for_job="done1",
+                idle_since=NOW - timedelta(seconds=idle_s), exclusive=exclusive)
+    job = Demand("short", 1, NOW, 1800.0, gpu_model="V100")
+    pool = (PoolNode("onprem-0", "V100", 8, 0),)
+    plan = POLICY.decide(Snapshot(NOW, (job,), (hog,), pool, (idle,), (SPOT,)))
+    assert not [a for a in plan.actions if isinstance(a, Terminate)]
+    assert not plan.launches  # the idle node is the job's
+    if exclusive:
+        (hold,) = [a for a in plan.actions if isinstance(a, Hold)]
+        assert (hold.node_id, hold.job_id) == ("idle1", "short")
+    alone = POLICY.decide(Snapshot(NOW, (), (hog,), pool, (idle,), (SPOT,)))
+    assert [a.node_ids for a in alone.actions if isinstance(a, Terminate)] == [("idle1",)]
