@@ -97,9 +97,10 @@ class BursterPolicy:
                         room.withhold(hold.node_id)
                 if p.reclaim.hold_nodes:  # first: a move-back must not land on a node held for a job
                     actions += hold_nodes(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s,
-                                          wakes, room)
-                back = move_back(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s, room)
-            back += held_moves(snapshot, self.cost, p.burst.deadline_margin_s)
+                                          wakes, room, p.guards.protected_node_ids)
+                back = move_back(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s, room,
+                                 p.guards.protected_node_ids)
+            back += held_moves(snapshot, self.cost, p.burst.deadline_margin_s, p.guards.protected_node_ids)
             actions = _settle_moves(actions, [a for a in back if a.node_id not in busy], snapshot)
         if p.reclaim.consolidate:
             # protected nodes can't be checkpointed: launching a job's new nodes would only idle them

@@ -38,13 +38,15 @@ from policies.reclaim import (
 GRACE_S = 900.0  # a hold outlives the expected emptying by this much (estimates run late)
 
 
-def held_moves(snapshot: Snapshot, cost: CostModel, margin_s: float) -> list[Checkpoint]:
-    """Move back every cloud job whose held nodes now have room for all of its gang."""
+def held_moves(snapshot: Snapshot, cost: CostModel, margin_s: float,
+               protected: frozenset[str] = frozenset()) -> list[Checkpoint]:
+    """Move back every cloud job whose held nodes now have room for all of its gang (none on a
+    protected node: ``movable_cloud``)."""
     held = held_by_job(snapshot.pool_nodes)
     if not held:
         return []
     out: list[Checkpoint] = []
-    for p in movable_cloud(snapshot):
+    for p in movable_cloud(snapshot, protected):
         nodes = held.get(p.job.job_id)
         if not nodes or sum(n.free_gpus >= p.job.gpus_per_node for n in nodes) < p.job.nodes:
             continue
@@ -56,17 +58,19 @@ def held_moves(snapshot: Snapshot, cost: CostModel, margin_s: float) -> list[Che
 
 
 def hold_nodes(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue, requeue: Requeue, margin_s: float,
-               wakes: list[datetime], room: NodeRoom | None = None) -> list[Hold]:
+               wakes: list[datetime], room: NodeRoom | None = None,
+               protected: frozenset[str] = frozenset()) -> list[Hold]:
     """Holds on the reserved nodes that empty first, for cloud jobs (most expensive first) that the
     pool has free GPUs for, beyond what the jobs ahead of them are owed, but no node with room;
     ``room``: the nodes' free GPUs once the jobs leaving the cloud land (``reclaim.reserved_room``),
-    which takes the holds made; ``wakes`` gets the instant a declined hold would start to pay."""
+    which takes the holds made; ``wakes`` gets the instant a declined hold would start to pay; no
+    job on a protected node is held for (``movable_cloud``)."""
     now = snapshot.now
     nodes = _FreeNodes(snapshot, queue, requeue, room or reserved_room(snapshot, queue))
     out: list[Hold] = []
     if not any(nodes.spare(m) > 0 for m in queue.total):
         return out  # no free reserved GPUs: nothing is fragmented
-    for p in sorted(movable_cloud(snapshot), key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
+    for p in sorted(movable_cloud(snapshot, protected), key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
         model = queue.model_for(p.job)
         if model is None or p.job.job_id in nodes.holders:
             continue

@@ -87,7 +87,7 @@ def unjoined(node: Node, pending_for: set[str] | frozenset[str]) -> bool:
 
 def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
               requeue: Requeue = Requeue.SUBMISSION, margin_s: float = 900.0,
-              room: NodeRoom | None = None) -> list[Checkpoint | Hold]:
+              room: NodeRoom | None = None, protected: frozenset[str] = frozenset()) -> list[Checkpoint | Hold]:
     """Checkpoint cloud jobs that now fit on free reserved GPUs, most expensive first, and hold the
     nodes they were fitted to for them while they checkpoint (else the pool gives those GPUs to
     whatever it can start in that minute, and the job, requeued with no room, bursts again).
@@ -103,6 +103,7 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     as they are: each gang member on one node with enough free GPUs. A deadline job moves only if
     its slack keeps ``margin_s`` after the pause (checkpoint write and restart). ``room``: the
     nodes' free GPUs (``reserved_room``, less nodes held in this pass); the moves take from it.
+    A job on a protected node stays (``movable_cloud``).
     """
     out: list[Checkpoint | Hold] = []
     free = {m: queue.free_gpus(m) for m in queue.total}
@@ -115,7 +116,7 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     owed = [*snapshot.pending, *leaving]
     claims = Claims(snapshot.pending, leaving, queue, requeue)
     backfill = _Backfill(snapshot, owed, queue)
-    for p in sorted(movable_cloud(snapshot), key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
+    for p in sorted(movable_cloud(snapshot, protected), key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
         model = queue.model_for(p.job)
         if model is None:
             continue
@@ -258,10 +259,12 @@ def reserved_room(snapshot: Snapshot, queue: ReservedQueue) -> NodeRoom:
     return room
 
 
-def movable_cloud(snapshot: Snapshot) -> list[Placement]:
-    """Cloud jobs whose nodes are all up (not booting, not being stopped) on a provider seen well."""
+def movable_cloud(snapshot: Snapshot, protected: frozenset[str] = frozenset()) -> list[Placement]:
+    """Cloud jobs whose nodes are all up (not booting, not being stopped) on a provider seen well,
+    and none protected (``Node.protected``, or in ``protected``: it may not be checkpointed)."""
     ready = {n.node_id for n in snapshot.cloud_nodes
-             if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
+             if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers
+             and not n.protected and n.node_id not in protected}
     return [p for p in snapshot.running if p.on_cloud and all(i in ready for i in p.node_ids)]
 
 

@@ -13,6 +13,7 @@ from burster.plan import Checkpoint, Hold, Launch, Terminate
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
+from policies.guards import GuardParams
 from policies.rank import start_by
 from policies.reclaim import ReclaimParams
 
@@ -261,3 +262,29 @@ def test_an_idle_node_past_its_ttl_that_a_job_takes_is_not_also_terminated(exclu
         assert (hold.node_id, hold.job_id) == ("idle1", "short")
     alone = POLICY.decide(Snapshot(NOW, (), (hog,), pool, (idle,), (SPOT,)))
     assert [a.node_ids for a in alone.actions if isinstance(a, Terminate)] == [("idle1",)]
+
+
+@pytest.mark.parametrize("how", ["node", "guards"])
+@pytest.mark.parametrize("gang", [True, False])
+def test_a_job_on_a_protected_node_is_not_moved_back_nor_held_for(how: str, gang: bool) -> None:
+    """A protected node may not be checkpointed: a gang with one protected node is not stopped
+    through its other node, and no reserved node is held for a move that cannot happen (the guards
+    refused only the protected node's own checkpoint). Unprotected, the same job moves back."""
+    od4 = Offering("aws", "us-west-2", "usw2-az1", "p3.8xlarge", "V100", 4, Market.ON_DEMAND, 12.0)
+    ids = ("c1", "c2") if gang else ("c2",)
+    job = Demand("j", 4 * len(ids), NOW - timedelta(hours=1), 10 * 3600.0, nodes=len(ids), gpu_model="V100")
+    place = Placement(job, ids, NOW - timedelta(minutes=50), True, Market.ON_DEMAND, 12.0 * len(ids))
+    pool = (PoolNode("onprem-0", "V100", 8, 8), PoolNode("onprem-1", "V100", 8, 8))
+
+    def decide(protect: bool) -> tuple[list[object], list[object]]:
+        nodes = tuple(Node(i, od4, NodeState.READY, NOW - timedelta(hours=1), "r", job_id="j", for_job="j",
+                           protected=protect and how == "node" and i == "c2") for i in ids)
+        guards = GuardParams(protected_node_ids=frozenset({"c2"} if protect and how == "guards" else ()))
+        policy = BursterPolicy(POLICY.cost, replace(POLICY.params, guards=guards))
+        plan = policy.decide(Snapshot(NOW, (), (place,), pool, nodes, (od4,)))
+        return [a for a in plan.actions if isinstance(a, Checkpoint | Hold)], list(plan.refused)
+
+    moves, refused = decide(protect=False)
+    assert not refused
+    assert {a.node_id for a in moves if isinstance(a, Checkpoint)} == set(ids)
+    assert decide(protect=True) == ([], [])
