@@ -23,7 +23,7 @@ from datetime import timedelta
 from burster.lifecycle import NodeState
 from burster.model import Demand, Offering, Placement, Snapshot
 from burster.plan import Action, Checkpoint, Launch, request_id
-from policies.burst import BurstParams, choose, slack_s
+from policies.burst import BurstParams, choose, slack_s, spot_rework_limit
 from policies.cost import CostModel
 from policies.deadline import launched_for_running
 from policies.guards import NodeRoom
@@ -72,9 +72,12 @@ def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params:
     slack = slack_s(job, snapshot.now, cost)
     if slack != math.inf and slack - _pause_s(cost) < params.deadline_margin_s:
         return None  # no room for a changeover: the deadline rules own this job
-    if key not in book.targets:  # a running job's slack is constant (while its estimate is): so is its target
-        book.targets[key] = choose(job, snapshot.now, cost, params, book)
-    target = book.targets[key]
+    if key in book.targets:
+        target = book.targets[key]
+    else:
+        target = choose(job, snapshot.now, cost, params, book)
+        if _target_holds(job, snapshot, cost, params):
+            book.targets[key] = target
     if target is None or target.key == current.key:
         return None
     saved = _stay_usd(job, current, cost) - _move_usd(job, p, target, cost, snapshot)
@@ -91,6 +94,13 @@ def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params:
         job_id=job.job_id, team=job.team, project=job.project, sprint=job.sprint,
         est_hours=(job.remaining_s + cost.p.launch_latency_s) / 3600.0,
     )
+
+
+def _target_holds(job: Demand, snapshot: Snapshot, cost: CostModel, params: BurstParams) -> bool:
+    """Whether a running job's choice (``choose``) stays the same as it runs, while the offerings
+    do: it depends on the job's shape alone unless a spot run's rework limit bounds it, and that
+    limit (slack over remaining work) moves as the work gets done."""
+    return bool(params.market_order) or spot_rework_limit(job, snapshot.now, cost, params) == math.inf
 
 
 def _checkpoints(p: Placement, current: Offering, target: Offering, cost: CostModel,

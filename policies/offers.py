@@ -47,8 +47,8 @@ class OfferBook:
             self._by_model.setdefault(o.gpu_model, []).append(o)
         self._best: dict[ShapeKey, Offering | None] = {}
         self._spot_ranks: dict[ShapeKey, tuple[list[Offering], list[float]]] = {}
-        # (running job id, attempt, estimate, burst params) -> where it would be launched now: constant
-        # while this book is (a running job's deadline slack does not change as it runs)
+        # (running job id, attempt, estimate, burst params) -> where it would be launched now, for the
+        # jobs whose choice stays while this book does (``consolidate._target_holds``)
         self.targets: dict[tuple[str, int, float, object], Offering | None] = {}
         self.bounds: dict[tuple[object, ...], tuple[float, float]] = {}  # consolidation's saving bound lines
 

@@ -135,3 +135,32 @@ def test_a_move_that_stops_paying_does_not_start_paying_again_as_the_clock_runs(
     for below in (1e-5, 1e-4, 1e-3):
         seen = [moves(low - below, s) for s in range(0, 1200, 10)]
         assert seen[0] and seen == sorted(seen, reverse=True), below  # on, then off for good
+
+
+def test_a_deadline_jobs_move_is_weighed_afresh_as_its_work_gets_done() -> None:
+    """A deadline job on on-demand: its spot rework limit (slack over remaining work) grows as the
+    work gets done, so a spot pool too risky for it early may take it later. A policy that decided
+    the earlier pass (same offerings) decides the later one as a fresh policy does."""
+    t0 = NOW
+    od = Offering("gcp", "us-central1", "us-central1-a", "a2-od", "A100", 1, Market.ON_DEMAND, 10.0)
+    spot = Offering("gcp", "us-central1", "us-central1-b", "a2-spot", "A100", 1, Market.SPOT, 3.0)
+    left_s, est_s = 20_000.0, 30_000.0
+    started = t0 - timedelta(seconds=est_s - left_s)
+    job = Demand("dl", 1, started - timedelta(minutes=5), est_s, gpu_model="A100", job_class=JobClass.STRICT,
+                 deadline=t0 + timedelta(seconds=left_s + 180 + 3_000))
+    node = Node("c1", od, NodeState.READY, started - timedelta(minutes=3), "r", job_id="dl", for_job="dl")
+    place = Placement(job, ("c1",), started, True, Market.ON_DEMAND, 10.0)
+    offerings = (od, spot)  # one tuple, as a live controller's passes share it
+
+    def at(t: datetime) -> Snapshot:
+        return Snapshot(t, (), (place,), (PoolNode("onprem-0", "V100", 8, 0),), (node,), offerings)
+
+    def policy() -> BursterPolicy:
+        return BursterPolicy(CostModel(CostParams(interruption_rates={spot.key: 0.5})),
+                             BursterParams(burst=BurstParams(prewarm=False)))
+    early, late = at(t0), at(t0 + timedelta(seconds=12_000))
+    seen = policy()
+    assert not seen.decide(early).launches  # spot's rework would eat the slack left
+    (move,) = seen.decide(late).launches
+    assert move.offering == spot and move.job_id == "dl"
+    assert policy().decide(late).launches == (move,)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -67,6 +68,17 @@ def test_decide_is_deterministic(snap: Snapshot) -> None:
     same_instance = policy(1000.0)
     assert first == again
     assert same_instance.decide(snap) == same_instance.decide(replace(snap)) == first
+
+
+@SETTINGS
+@given(snapshots(), st.floats(1.0, 6 * 3600.0))
+def test_decide_does_not_depend_on_the_snapshots_before(snap: Snapshot, later_s: float) -> None:
+    """A policy that decided an earlier snapshot sharing the offerings (as a live controller's
+    passes do) decides a later one as a fresh policy does: what it memoizes is pure."""
+    later = replace(snap, now=snap.now + timedelta(seconds=later_s))
+    seen = policy(1000.0)
+    seen.decide(snap)
+    assert seen.decide(later) == policy(1000.0).decide(later)
 
 
 @SETTINGS
