@@ -103,6 +103,9 @@ class NodeBook:
                     elif n.state in _ENDED:  # launched for an intent, and gone since: bill it
                         self.ended(n.node_id, n.ended_at or now, charge)
                 elif n.state in _ENDED:
+                    if (w := watched.get(n.node_id)) is not None and w.running:  # a stray's end, listed
+                        self._charge_overrun(n.node_id, n.ended_at or now)  # (EC2 lists it for an hour)
+                        del watched[n.node_id]
                     self.ended(n.node_id, n.ended_at or now, charge)
                 elif rec.state in _ENDED:
                     if n.state in _FORWARD:  # running on: charged; a late listing of its end only so long

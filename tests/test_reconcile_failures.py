@@ -305,3 +305,30 @@ def test_a_launch_whose_replies_are_all_lost_is_adopted_by_the_next_pass_not_mad
     w.clock.advance(LISTING_GRACE_S)  # the intent stays a grace (a gang's other nodes may be listed late)
     w.rec.run_once()
     assert w.rec.state.intents == {} and w.rec.state.is_live(node.node_id)
+
+
+def test_a_stray_listed_as_ended_is_charged_to_its_end_not_while_the_cloud_lists_it_dead() -> None:
+    """EC2 lists terminated instances for about an hour: a node that ran on after its terminate
+    (a lagging listing) and is then listed TERMINATED is charged up to its end, once, not up to
+    the listing that finally forgets it."""
+    w = World()
+    w.cloud.list_ended()
+    w.cloud.launch(CHEAP, 1, request_id="prewarm-1")
+    w.rec.run_once()  # adopts the idle node
+    w.clock.advance(3600)
+    w.cloud.ignore_next_terminate()
+    w.rec.run_once()  # idle past its TTL: terminated, but the cloud lists it running on
+    (node,) = w.cloud.list_nodes()
+    w.clock.advance(30)
+    w.rec.run_once()  # charged up to this listing
+    w.clock.advance(10)
+    w.cloud.end(node.node_id)  # the terminate takes effect
+    ended = w.clock.now()
+    for _ in range(60):
+        w.clock.advance(60)
+        w.rec.run_once()  # listed TERMINATED all along
+    w.cloud.list_ended(False)
+    w.clock.advance(60)
+    w.rec.run_once()
+    assert not w.rec.state.watched
+    assert sum(e.billed_s for e in w.rec.state.ledger) == (ended - node.launched_at).total_seconds()

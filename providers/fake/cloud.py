@@ -1,5 +1,6 @@
 """An in-memory CloudProvider with fault injection: ``fail_next_launch``, ``throttle_next``, ``partial_next``,
-``fail_next_list``, ``fail_next_terminate``, ``ignore_next_terminate``, ``lose_next_replies``, ``list_late``."""
+``fail_next_list``, ``fail_next_terminate``, ``ignore_next_terminate``, ``lose_next_replies``, ``list_late``;
+``list_ended`` lists ended nodes as EC2 does, and ``end`` ends a node from outside."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ class FakeCloudProvider:
         self._fail_terminate: ProviderError | None = None
         self._ignore_terminate = False
         self._lost_replies = 0
+        self._list_ended = False
         self.api_calls = 0
 
     # --- fault knobs ---------------------------------------------------------------------
@@ -77,6 +79,16 @@ class FakeCloudProvider:
     def list_again(self) -> None:
         self._unlisted.clear()
 
+    def list_ended(self, on: bool = True) -> None:
+        """List ended nodes too, TERMINATED with their end time, as EC2 lists terminated instances
+        for about an hour (``on=False``: they drop out of listings, as when EC2 forgets them)."""
+        self._list_ended = on
+
+    def end(self, node_id: str) -> None:
+        """The node ends now, whoever ended it (a terminate that lagged takes effect, or someone
+        removed it outside the controller)."""
+        self._nodes[node_id] = replace(self._nodes[node_id], state=NodeState.TERMINATED, ended_at=self._now())
+
     def interrupt(self, node_id: str, kind: str = "spot-interruption", notice_s: float = 120) -> None:
         now = self._now()
         self._interruptions.append(
@@ -95,7 +107,7 @@ class FakeCloudProvider:
             err, self._fail_list = self._fail_list, None
             raise err
         return [n for n in self._nodes.values()
-                if n.state is not NodeState.TERMINATED and n.node_id not in self._unlisted]
+                if (self._list_ended or n.state is not NodeState.TERMINATED) and n.node_id not in self._unlisted]
 
     def launch(
         self, offering: Offering, count: int, *, request_id: str,
@@ -156,13 +168,10 @@ class FakeCloudProvider:
             return
         for node_id in node_ids:
             node = self._nodes.get(node_id)
-            if node is not None:
-                self._nodes[node_id] = _with_state(node, NodeState.TERMINATED)
+            if node is not None and node.state is not NodeState.TERMINATED:
+                self.end(node_id)
 
     def interruptions(self) -> Sequence[Interruption]:
         out, self._interruptions = self._interruptions, []
         return out
 
-
-def _with_state(node: Node, state: NodeState) -> Node:
-    return replace(node, state=state)
