@@ -53,6 +53,25 @@ class NodeBook:
             ))
             self.follow(n.node_id, n.state)
 
+    def adopt_launched(self, nodes: Sequence[Node], launch: Launch, now: datetime,
+                       charge: Callable[[str, datetime], None]) -> list[Node]:
+        """Record the nodes a launch call returned, and return those still live. A replayed request id
+        (EC2 ClientToken) answers with the request's earlier nodes, ended ones included (one
+        preempted while the first call's reply was lost): those are recorded as ending or ended, and billed."""
+        for n in nodes:
+            if n.node_id not in self.state.nodes:
+                self._adopt_one(n, launch, now, charge)
+        return [n for n in nodes if n.state in _FORWARD]
+
+    def _adopt_one(self, n: Node, launch: Launch | None, now: datetime,
+                   charge: Callable[[str, datetime], None]) -> None:
+        """Adopt a node this controller launched, in whatever state its cloud reports."""
+        self.adopt([n], launch, now)
+        if n.state is NodeState.TERMINATING:
+            self.state.move(n.node_id, NodeState.TERMINATING)
+        elif n.state in _ENDED:  # launched by us, and gone since: bill it
+            self.ended(n.node_id, n.ended_at or now, charge)
+
     def follow(self, node_id: str, cloud_state: NodeState) -> None:
         """Move a record forward to the state its cloud reports (LAUNCHING/READY)."""
         rec = self.state.nodes[node_id]
@@ -97,11 +116,7 @@ class NodeBook:
                     intent = self.state.intents.get(n.request_id)
                     if intent is None and n.state not in _FORWARD:
                         continue  # ending or ended before this controller knew of it: not its to track
-                    self.adopt([n], intent, now)
-                    if n.state is NodeState.TERMINATING:
-                        self.state.move(n.node_id, NodeState.TERMINATING)
-                    elif n.state in _ENDED:  # launched for an intent, and gone since: bill it
-                        self.ended(n.node_id, n.ended_at or now, charge)
+                    self._adopt_one(n, intent, now, charge)
                 elif n.state in _ENDED:
                     if (w := watched.get(n.node_id)) is not None and w.running:  # a stray's end, listed
                         self._charge_overrun(n.node_id, n.ended_at or now)  # (EC2 lists it for an hour)

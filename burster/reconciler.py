@@ -23,7 +23,14 @@ from datetime import datetime, timedelta
 
 from burster.budget_period import PERIODS, period_start
 from burster.clock import Clock
-from burster.errors import CapacityError, ConfigError, PartialLaunchError, ProviderError, QuotaError
+from burster.errors import (
+    CapacityError,
+    ConfigError,
+    PartialLaunchError,
+    ProviderError,
+    QuotaError,
+    TransientError,
+)
 from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
 from burster.lifecycle import NodeState
 from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Placement, Signal, Snapshot, Spend
@@ -305,11 +312,18 @@ class Reconciler:
             self.state.clear_intent(a.request_id)
             self.state.failed_requests[base] = tries + 1
             raise
-        self.nodes.adopt(nodes, a, now)
+        live = self.nodes.adopt_launched(nodes, a, now, self._charge)
         self.state.clear_intent(a.request_id)
-        self.state.launch_times += [now] * len(nodes)
+        self.state.launch_times += [now] * len(live)
         self.state.block_strikes.pop(a.offering.key, None)
-        return len(nodes)
+        if len(live) < len(nodes):  # a replay answered with nodes that ended since: the next try gets a new id
+            if a.job_id is not None and live:  # a gang runs on all its nodes or none
+                for n in live:
+                    self._drain_and_terminate(n.node_id, f"the rest of {a.job_id}'s gang ended before it started")
+            raise TransientError(f"launch {a.request_id}: {len(nodes) - len(live)} of its {len(nodes)} nodes "
+                                 "ended before this controller heard of them; launching again under a new "
+                                 "request id", provider=a.offering.provider, offering_key=a.offering.key)
+        return len(live)
 
     def _block(self, key: str, now: datetime, strikes_key: str | None = None) -> None:
         """Block an offering after a capacity or quota error: ``block_s``, doubled for each error in a

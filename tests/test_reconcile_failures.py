@@ -332,3 +332,36 @@ def test_a_stray_listed_as_ended_is_charged_to_its_end_not_while_the_cloud_lists
     w.rec.run_once()
     assert not w.rec.state.watched
     assert sum(e.billed_s for e in w.rec.state.ledger) == (ended - node.launched_at).total_seconds()
+
+
+@pytest.mark.parametrize("gang", [False, True])
+def test_a_launch_replayed_after_its_nodes_ended_is_made_again_under_a_new_id(gang: bool) -> None:
+    """Every reply of a launch was lost, and a node it made was preempted before the next pass: the
+    replayed request id (EC2 ClientToken) answers with that ended node. It is recorded as ended and
+    billed (not taken for a live launch the job waits on), a gang's live nodes (one a listing had
+    not shown yet) are given back, and the job is launched again at once under a new request id."""
+    w = World()
+    w.job("a")
+    w.job("b", gpus=16, nodes=2) if gang else w.job("b")
+    w.cloud.lose_next_replies(5)
+    w.rec.run_once()
+    first = w.cloud.list_nodes()
+    assert len(first) == (2 if gang else 1)
+    w.clock.advance(20)
+    w.cloud.end(first[0].node_id)  # preempted 20 s after launch
+    w.cloud.list_late([n.node_id for n in first[1:]])  # the gang's other node: listed late
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    w.cloud.list_again()
+    assert any("ended before this controller heard of them; launching again under a new request id" in e
+               for e in report.errors)
+    assert report.launched_nodes == 0 and not w.rec.state.intents
+    assert not any(w.rec.state.is_live(n.node_id) for n in first)  # the gang's other node: given back
+    assert w.cloud.list_nodes() == []
+    (dead,) = [e for e in w.rec.state.ledger if e.node_id == first[0].node_id]
+    assert dead.billed_s == 60.0  # ran 20 s: the minimum
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    (again,) = report.plan.launches
+    assert again.job_id == "b" and report.launched_nodes == again.count and not report.errors
+    assert {n.request_id for n in w.cloud.list_nodes()} == {again.request_id + "-r1"}
