@@ -303,8 +303,7 @@ class Reconciler:
             self._block(a.offering.key, now)
             self.nodes.adopt(got, a, now)
             if a.job_id is not None:  # a gang runs on all its nodes or none: give partial ones back
-                for n in got:
-                    self._drain_and_terminate(n.node_id, f"partial gang launch for {a.job_id}")
+                self._give_back(got, f"partial gang launch for {a.job_id}", err)
             self.state.clear_intent(a.request_id)
             raise
         except (CapacityError, QuotaError):
@@ -317,13 +316,22 @@ class Reconciler:
         self.state.launch_times += [now] * len(live)
         self.state.block_strikes.pop(a.offering.key, None)
         if len(live) < len(nodes):  # a replay answered with nodes that ended since: the next try gets a new id
-            if a.job_id is not None and live:  # a gang runs on all its nodes or none
-                for n in live:
-                    self._drain_and_terminate(n.node_id, f"the rest of {a.job_id}'s gang ended before it started")
-            raise TransientError(f"launch {a.request_id}: {len(nodes) - len(live)} of its {len(nodes)} nodes "
-                                 "ended before this controller heard of them; launching again under a new "
-                                 "request id", provider=a.offering.provider, offering_key=a.offering.key)
+            gone = TransientError(f"launch {a.request_id}: {len(nodes) - len(live)} of its {len(nodes)} nodes "
+                                  "ended before this controller heard of them; launching again under a new "
+                                  "request id", provider=a.offering.provider, offering_key=a.offering.key)
+            if a.job_id is not None:  # a gang runs on all its nodes or none
+                self._give_back(live, f"the rest of {a.job_id}'s gang ended before it started", gone)
+            raise gone
         return len(live)
+
+    def _give_back(self, nodes: Sequence[Node], reason: str, err: ProviderError) -> None:
+        """Terminate each of ``nodes``; a terminate that fails is added to ``err``'s message (the
+        node stays terminating, and is terminated again next pass) and the others still go."""
+        for n in nodes:
+            try:
+                self._drain_and_terminate(n.node_id, reason)
+            except ProviderError as failed:
+                err.args = (f"{err}; giving back {n.node_id} failed (tried again next pass): {failed}",)
 
     def _block(self, key: str, now: datetime, strikes_key: str | None = None) -> None:
         """Block an offering after a capacity or quota error: ``block_s``, doubled for each error in a

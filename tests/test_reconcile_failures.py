@@ -365,3 +365,24 @@ def test_a_launch_replayed_after_its_nodes_ended_is_made_again_under_a_new_id(ga
     (again,) = report.plan.launches
     assert again.job_id == "b" and report.launched_nodes == again.count and not report.errors
     assert {n.request_id for n in w.cloud.list_nodes()} == {again.request_id + "-r1"}
+
+
+def test_a_partial_gang_is_given_back_whole_when_one_give_back_fails() -> None:
+    """Two of a three-node gang came up and the first give-back's terminate fails: the other is still
+    given back, the pass reports both failures, the gang is launched again next pass, and the node
+    whose terminate failed is terminated then."""
+    w = World()
+    w.job("a")
+    w.job("gang", gpus=24, nodes=3)
+    w.cloud.partial_next(2)
+    w.cloud.fail_next_terminate(TransientError("fake: 503 on terminate"))
+    report = w.rec.run_once()
+    (error,) = report.errors
+    assert "launched 2 of 3 nodes" in error and "giving back fake-000001 failed" in error and "503" in error
+    assert [n.node_id for n in w.cloud.list_nodes()] == ["fake-000001"] and not w.rec.state.intents
+    w.clock.advance(30)
+    report = w.rec.run_once()
+    (again,) = report.plan.launches
+    assert again.job_id == "gang" and again.count == 3 and not report.errors
+    assert "fake-000001" not in {n.node_id for n in w.cloud.list_nodes()}
+    assert not w.rec.state.is_live("fake-000001") and not w.rec.state.is_live("fake-000002")
