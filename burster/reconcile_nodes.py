@@ -102,6 +102,9 @@ class NodeBook:
         grace after its first recorded end, or at once if listings had left it out (taken for
         gone). What is watched is in the state (``MemoryState.watched``), so a restart keeps it."""
         records = self.state.nodes
+        unknown = [n.node_id for ns in listed.values() for n in ns if n.node_id not in records]
+        if unknown:
+            self.state.recall(unknown)  # a store's records of long-ended nodes, listed again
         self.strays, self.unterminated = {}, set()
         grace = timedelta(seconds=self.listing_grace_s)
         watched = self.state.watched

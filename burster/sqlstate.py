@@ -13,11 +13,11 @@ when the store is opened.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, create_engine, delete, func, insert, select, true
+from sqlalchemy import Connection, Engine, RowMapping, Table, create_engine, delete, func, insert, select, true
 from sqlalchemy.exc import SQLAlchemyError
 
 from burster.clock import utc_now
@@ -64,6 +64,7 @@ class SqlState(MemoryState):
         self.lease = lease
         self.history = history
         self._seq: dict[str, int] = {}  # node id -> launch order
+        self._offerings: dict[str, Offering] = {}  # loaded records share them, by their JSON
         self._next_seq = 0  # the launch order of the next node added
         self._unloaded = 0  # node records the load left in the database (older than ``history``)
         self._dirty: set[str] = set()  # node records changed since the last commit
@@ -119,6 +120,19 @@ class SqlState(MemoryState):
         return not (self.nodes or self.intents or self.ledger or self.tickets or self.blocked
                     or self.block_strikes or self.failed_requests or self.launch_times or self.notices
                     or self.watched)
+
+    def recall(self, node_ids: Iterable[str]) -> None:
+        """Load the records of these nodes that ``open`` left out (ended before its horizon): a node
+        taken for gone long ago and listed again is a stray, not a new node to adopt and bill again."""
+        ids = [i for i in node_ids if i not in self.nodes]
+        if not ids or not self._unloaded:
+            return
+        try:
+            with self.engine.connect() as conn:
+                self._recall(conn, ids)
+        except SQLAlchemyError as err:
+            raise StoreError(f"state store {redact(str(self.engine.url))!r}: could not look up node records: "
+                             f"{_why(err)}") from err
 
     def request_spent(self, request_id: str) -> bool:
         """As in memory; a request id none of the loaded records carries may be an older node's,
@@ -232,22 +246,33 @@ class SqlState(MemoryState):
         """The live node records, and the ended ones since ``horizon`` (None: all), in launch order."""
         kept = nodes.c.live | (func.coalesce(nodes.c.ended_at, nodes.c.launched_at) >= horizon) \
             if horizon is not None else true()
-        offerings: dict[str, Offering] = {}  # by their JSON: a cluster's nodes share a few dozen
         mine = nodes.c.cluster == self.cluster
-        for r in conn.execute(select(nodes).where(mine, kept).order_by(nodes.c.seq)).mappings():
-            offering = offerings.get(r["offering"])
-            if offering is None:
-                offering = offerings[r["offering"]] = offering_from(json.loads(r["offering"]))
+        self._restore_rows(conn.execute(select(nodes).where(mine, kept).order_by(nodes.c.seq)).mappings())
+        last, count = conn.execute(select(func.max(nodes.c.seq), func.count()).where(mine)).one()
+        self._next_seq = (last if last is not None else -1) + 1
+        self._unloaded = count - len(self._seq)
+
+    def _recall(self, conn: Connection, node_ids: Sequence[str]) -> None:
+        mine = nodes.c.cluster == self.cluster
+        rows = conn.execute(select(nodes).where(mine, nodes.c.node_id.in_(node_ids)).order_by(nodes.c.seq))
+        self._unloaded -= self._restore_rows(rows.mappings())
+
+    def _restore_rows(self, rows: Iterable[RowMapping]) -> int:
+        """Node records from their rows, as loaded (not changes to write back); how many."""
+        count = 0
+        for r in rows:
+            offering = self._offerings.get(r["offering"])
+            if offering is None:  # by their JSON: a cluster's nodes share a few dozen
+                offering = self._offerings[r["offering"]] = offering_from(json.loads(r["offering"]))
             rec = NodeRecord(
                 node_id=r["node_id"], provider=r["provider"], offering=offering,
                 request_id=r["request_id"], launched_at=r["launched_at"], state=NodeState(r["state"]),
                 for_job=r["for_job"], team=r["team"], project=r["project"], sprint=r["sprint"],
                 reason=r["reason"], idle_since=r["idle_since"], ended_at=r["ended_at"], exclusive=r["exclusive"])
-            self.restore(rec, live=r["live"])  # as loaded: not a change to write back
+            self.restore(rec, live=r["live"])
             self._seq[rec.node_id] = r["seq"]
-        last, count = conn.execute(select(func.max(nodes.c.seq), func.count()).where(mine)).one()
-        self._next_seq = (last if last is not None else -1) + 1
-        self._unloaded = count - len(self._seq)
+            count += 1
+        return count
 
     def _load_ledger(self, conn: Connection, horizon: datetime | None) -> None:
         """The ledger from its first entry that ended since ``horizon`` (None: all of it); the
@@ -324,6 +349,8 @@ class SqlState(MemoryState):
             self.failed_requests[r["request_id"]] = r["tries"]
         for r in conn.execute(select(watched_ends).where(watched_ends.c.cluster == mine)).mappings():
             self.watched[r["node_id"]] = EndWatch(r["ended_at"], r["unseen"], r["running"])
+        if self._unloaded:  # a watched end's record, however old: the pass reads it
+            self._recall(conn, [i for i in self.watched if i not in self.nodes])
         for r in conn.execute(select(notices).where(notices.c.cluster == mine)).mappings():
             self.notices[r["node_id"]] = Interruption(r["node_id"], r["provider"], r["kind"], r["notice_at"],
                                                       r["terminate_at"])

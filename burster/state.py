@@ -10,6 +10,7 @@ launched again.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
@@ -112,6 +113,10 @@ class MemoryState:
 
     def is_live(self, node_id: str) -> bool:
         return node_id in self._live
+
+    def recall(self, node_ids: Iterable[str]) -> None:
+        """Bring back the records of these nodes that a store left out of memory (ended long ago:
+        ``SqlState``), so a node listed again is known for what it was; in memory, all are here."""
 
     def request_spent(self, request_id: str) -> bool:
         """True when nodes were launched under ``request_id`` and all of them have ended: the cloud

@@ -92,3 +92,42 @@ def test_an_interruption_notice_outlives_a_restart(store_url: str) -> None:
     w.pool.events.run_until(w.clock.now())
     w.rec.run_once()  # checkpoint written: drained and terminated, and the notice goes with its node
     assert not w.rec.state.is_live(node_id) and SqlState.read(store_url).notices == {}
+
+
+def test_a_node_taken_for_gone_before_the_loaded_history_is_a_stray_when_listed_again(store_url: str) -> None:
+    """A node listings left out (its region dropped from the config, say) is taken for gone and
+    billed to then. Listed running again more than the store's loaded history later, after a
+    restart, it is known for what it was, as in memory: a stray, charged its time since and
+    terminated, not adopted as a new node and its whole run billed a second time."""
+    from burster.reconcile_nodes import LISTING_GRACE_S
+    from burster.sqlstate import HISTORY
+    from tests.test_reconciler import DEAR
+
+    def run(url: str | None) -> tuple[float, bool]:
+        w = World()
+        state = _on_store(w, url) if url else w.rec.state
+        (old,) = w.cloud.launch(CHEAP, 1, request_id="prewarm-1")
+        w.rec.run_once()  # adopted
+        w.cloud.list_late([old.node_id])
+        w.clock.advance(LISTING_GRACE_S)
+        w.rec.run_once()  # taken for gone
+        w.clock.advance(2 * LISTING_GRACE_S)
+        w.rec.run_once()  # and no longer watched for
+        w.clock.advance((HISTORY + timedelta(days=1)).total_seconds())
+        w.cloud.launch(DEAR, 1, request_id="prewarm-2")
+        w.rec.run_once()  # a record this recent puts the old one before the history a restart loads
+        if url:
+            state.close()
+            peek = SqlState.open(url)
+            assert old.node_id not in peek.nodes  # (left in the database)
+            peek.close()
+            state = _on_store(w, url)
+        w.cloud.list_again()
+        w.clock.advance(10)
+        w.rec.run_once()
+        billed = sum(e.billed_s for e in state.ledger if e.node_id == old.node_id)
+        return billed, old.node_id in {n.node_id for n in w.cloud.list_nodes()}
+
+    in_memory = run(None)
+    assert in_memory[1] is False  # terminated as a stray
+    assert run(store_url) == in_memory

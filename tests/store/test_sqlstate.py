@@ -20,7 +20,7 @@ from burster.model import CheckpointTicket, Market, Offering
 from burster.plan import Launch
 from burster.sqlschema import MIGRATIONS, metadata
 from burster.sqlstate import HISTORY, SqlState
-from burster.state import LedgerEntry, MemoryState, NodeRecord
+from burster.state import EndWatch, LedgerEntry, MemoryState, NodeRecord
 
 T0 = datetime(2026, 3, 2, 9, 0, 0, 123456, tzinfo=UTC)
 SPOT = Offering("aws", "us-east-1", "us-east-1a", "p4d.24xlarge", "A100", 8, Market.SPOT, 9.8312)
@@ -292,3 +292,24 @@ def test_a_controller_loads_its_recent_history_and_the_spend_of_all_of_it(store_
     assert [e.node_id for e in again.ledger] == ["n-old-1", "n-old-2", "n-recent", "n-new", "n-next"]
     assert [r.node_id for r in again.live()] == ["n-still-up"] and list(again.nodes)[-1] == "n-next"
     assert again.spent_usd == 31.75
+
+
+def test_records_left_out_of_the_load_come_back_when_a_pass_needs_them(store_url: str) -> None:
+    """A watched end's record, however old, is loaded (the pass reads it); ``recall`` brings back
+    others a listing shows again. Brought back as they were: nothing is written twice."""
+    sql = SqlState.open(store_url)
+    _ended(sql, "n-old-1", T0, "vision", "1.25")
+    _ended(sql, "n-old-2", T0 + timedelta(days=1), "nlp", "2.50")
+    _ended(sql, "n-new", T0 + timedelta(days=60), "nlp", "8.00")
+    sql.watched["n-old-1"] = EndWatch(T0 + timedelta(hours=1), unseen=False, running=True)
+    sql.commit()
+    sql.close()
+    kept = SqlState.open(store_url)
+    assert sorted(kept.nodes) == ["n-new", "n-old-1"] and kept.nodes["n-old-1"].state is NodeState.TERMINATED
+    kept.recall(["n-old-2", "n-never", "n-new"])
+    assert sorted(kept.nodes) == ["n-new", "n-old-1", "n-old-2"] and not kept.is_live("n-old-2")
+    assert kept.request_spent("req-n-old-2")
+    kept.commit()
+    kept.close()
+    again = SqlState.read(store_url)
+    assert sorted(again.nodes) == ["n-new", "n-old-1", "n-old-2"] and len(again.ledger) == 3
