@@ -56,6 +56,7 @@ def guard_params(config: BursterConfig) -> GuardParams:
         total_budget_usd=b.total_usd, team_budget_usd=dict(b.team_usd), soft_fraction=b.soft_fraction,
         max_nodes=g.max_nodes, max_launches_per_minute=g.max_launches_per_minute,
         protected_node_ids=frozenset(g.protected_node_ids), idle_ttl_s=config.policy.idle_ttl_s,
+        boot_s=config.cost.launch_latency_s,
     )
 
 

@@ -20,6 +20,7 @@ from policies.guards import (
     NodeRoom,
     apply_guards,
     enforce_budget,
+    enforce_team_budgets,
     may_reshape,
     node_ends_s,
     wanted_until_all,
@@ -64,7 +65,7 @@ class BursterPolicy:
         actions: list[Action] = []
         queue = ReservedQueue(snapshot.now, snapshot.pool_nodes, snapshot.running)
         stopping = enforce_budget(snapshot, p.guards, p.reclaim.tick_s)
-        actions += stopping
+        actions += stopping + enforce_team_budgets(snapshot, p.guards, p.reclaim.tick_s, stopping)
         actions += handle_interruptions(snapshot)
         slots = NodeRoom(snapshot, p.guards.max_nodes)  # under the node cap: switches first, then bursts
         actions += slots.keep(switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s,
@@ -102,7 +103,7 @@ class BursterPolicy:
                                  p.guards.protected_node_ids)
             back += held_moves(snapshot, self.cost, p.burst.deadline_margin_s, p.guards.protected_node_ids)
             actions = _settle_moves(actions, [a for a in back if a.node_id not in busy], snapshot)
-        if p.reclaim.consolidate:
+        if p.reclaim.consolidate and not stopping:  # (a move's launch is a launch)
             # protected nodes can't be checkpointed: launching a job's new nodes would only idle them
             keep = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain)) \
                 | p.guards.protected_node_ids | {n.node_id for n in snapshot.cloud_nodes if n.protected}

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from burster.lifecycle import LIVE_STATES, PENDING_STATES, NodeState
-from burster.model import JobClass, Market, Snapshot
+from burster.model import JobClass, Market, Node, Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate, request_id
 
 A = TypeVar("A", bound=Action)
@@ -38,19 +38,25 @@ class GuardParams:
     protected_node_ids: frozenset[str] = frozenset()
     idle_ttl_s: float = 300.0
     stop_grace_s: float = 60.0  # how long a budget stop waits for a checkpoint
+    boot_s: float = 180.0  # a launch's expected boot and join (``CostParams.launch_latency_s``)
 
 
-def committed_usd(snapshot: Snapshot, idle_ttl_s: float) -> tuple[float, dict[str, float]]:
-    """Spent so far plus the expected remaining cost of live nodes (total, and by team)."""
+def committed_usd(snapshot: Snapshot, params: GuardParams) -> tuple[float, dict[str, float]]:
+    """Spent so far plus the expected remaining cost of live nodes (total, and by team): a node's
+    job's remaining run (its idle TTL if none), and for a node still booting the rest of its boot,
+    as its launch was counted (``Launch.est_hours``)."""
     remaining = {p.job.job_id: p.remaining_s(snapshot.now) for p in snapshot.running}
     pending = {j.job_id: j.remaining_s for j in snapshot.pending}
     total = snapshot.spend.total_usd
     by_team = dict(snapshot.spend.by_team_usd)
+    idle_ttl_s = params.idle_ttl_s
     for n in snapshot.cloud_nodes:
         if n.state not in LIVE_STATES:
             continue
         job = n.job_id or n.for_job
         left_s = remaining.get(job, pending.get(job, idle_ttl_s)) if job else idle_ttl_s
+        if n.state in PENDING_STATES:
+            left_s += max(params.boot_s - (snapshot.now - n.launched_at).total_seconds(), 0.0)
         usd = n.offering.price_per_hour_usd * left_s / 3600.0
         total += usd
         by_team[n.team] = by_team.get(n.team, 0.0) + usd
@@ -197,7 +203,7 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams) -> Plan:
     kept: list[Action] = []
     refused = list(plan.refused)
     budgeted = params.total_budget_usd is not None or bool(params.team_budget_usd)
-    total, by_team = committed_usd(snapshot, params.idle_ttl_s) if budgeted else (0.0, {})
+    total, by_team = committed_usd(snapshot, params) if budgeted else (0.0, {})
     live = live_nodes(snapshot)
     launched = snapshot.spend.launches_last_minute
     per = _per(snapshot.spend.period)
@@ -297,22 +303,47 @@ _LEAVING = frozenset({NodeState.CHECKPOINTING, NodeState.DRAINING, NodeState.TER
 
 def enforce_budget(snapshot: Snapshot, params: GuardParams, tick_s: float) -> list[Action]:
     """When spend plus the burn until nodes can be stopped (a tick, plus ``stop_grace_s`` for a
-    checkpoint) would pass a hard budget, stop the burn: checkpoint busy nodes (deadline: the
+    checkpoint) would pass the hard budget, stop the burn: checkpoint busy nodes (deadline: the
     grace) and terminate idle ones, most expensive first, until it fits."""
-    horizon_s = tick_s + 2 * params.stop_grace_s
     if params.total_budget_usd is None:
         return []
-    live = sorted((n for n in snapshot.cloud_nodes if n.state in LIVE_STATES),
+    return _stop_burn(snapshot, params, tick_s, "hard budget", params.total_budget_usd,
+                      snapshot.spend.total_usd, _live_by_price(snapshot))
+
+
+def enforce_team_budgets(snapshot: Snapshot, params: GuardParams, tick_s: float,
+                         stopping: Iterable[Action] = ()) -> list[Action]:
+    """``enforce_budget`` for each team's hard budget: its own spend and its own nodes (those
+    ``stopping`` stops already are left out, their burn not counted)."""
+    if not params.team_budget_usd:
+        return []
+    stopped = {i for a in stopping for i in (a.node_ids if isinstance(a, Terminate) else
+                                             (a.node_id,) if isinstance(a, Checkpoint) else ())}
+    live = [n for n in _live_by_price(snapshot) if n.node_id not in stopped]
+    spent = dict(snapshot.spend.by_team_usd)
+    out: list[Action] = []
+    for team, budget in sorted(params.team_budget_usd.items()):
+        out += _stop_burn(snapshot, params, tick_s, f"team {team}'s hard budget", budget, spent.get(team, 0.0),
+                          [n for n in live if n.team == team])
+    return out
+
+
+def _live_by_price(snapshot: Snapshot) -> list[Node]:
+    return sorted((n for n in snapshot.cloud_nodes if n.state in LIVE_STATES),
                   key=lambda n: (-n.offering.price_per_hour_usd, n.node_id))
-    burn = sum(n.offering.price_per_hour_usd for n in live) * horizon_s / 3600.0
-    over = snapshot.spend.total_usd + burn - params.total_budget_usd
+
+
+def _stop_burn(snapshot: Snapshot, params: GuardParams, tick_s: float, what: str, budget: float, spent: float,
+               live: list[Node]) -> list[Action]:
+    horizon_s = tick_s + 2 * params.stop_grace_s
+    over = spent + sum(n.offering.price_per_hour_usd for n in live) * horizon_s / 3600.0 - budget
     out: list[Action] = []
     for n in live:
         if over <= 0:
             break
         if n.node_id in params.protected_node_ids or n.protected or n.state in _LEAVING:
             continue
-        reason = f"hard budget ${params.total_budget_usd:,.2f}{_per(snapshot.spend.period)} reached: stop {n.node_id}"
+        reason = f"{what} ${budget:,.2f}{_per(snapshot.spend.period)} reached: stop {n.node_id}"
         if n.busy and n.job_id:
             out.append(Checkpoint(n.node_id, n.job_id, snapshot.now + timedelta(seconds=params.stop_grace_s),
                                   reason))

@@ -6,17 +6,18 @@ import math
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Snapshot, Spend
-from burster.plan import Launch, Plan
+from burster.plan import Checkpoint, Launch, Plan
 from policies.baselines import GreedySpotPolicy
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
-from policies.guards import GuardParams, NodeRoom, apply_guards, node_ends_s
+from policies.guards import GuardParams, NodeRoom, apply_guards, committed_usd, node_ends_s
 from tests.policies.strategies import snapshots
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
@@ -236,3 +237,76 @@ def test_room_a_budget_refusal_leaves_under_the_cap_goes_to_the_launches_held_ba
     capped = apply_guards(plan, snap, GuardParams(max_nodes=4))
     assert [a.job_id for a in capped.launches] == ["big"] and [a.job_id for a, _ in capped.held_back] == ["small",
                                                                                                              "after"]
+
+
+def test_a_node_still_booting_stays_committed_for_the_rest_of_its_boot() -> None:
+    """A launch is counted at its run plus its boot; a pass later, the node still booting is
+    committed the same (spent so far, the rest of its boot, then its job's run), so the boot left
+    is not room another launch takes past the hard budget."""
+    big = Offering("aws", "us-east-1", "use1-az1", "p4d.24xlarge", "A100", 8, Market.SPOT, 36.0)
+    small = Offering("aws", "us-east-1", "use1-az1", "g5.2xlarge", "A10G", 1, Market.SPOT, 2.0)
+    cost = CostModel(CostParams(launch_latency_s=600.0, spot_interruptions_per_hour=0.0))
+    budget = 36.0 * (3600 + 600) / 3600 + 1e-6  # launch A, exactly
+    guards = GuardParams(total_budget_usd=budget, boot_s=600.0)
+    policy = BursterPolicy(cost, BursterParams(burst=PARAMS, guards=guards))
+    a = Demand("a", 8, NOW - timedelta(hours=1), 3600.0, gpu_model="A100")
+    pool = (PoolNode("onprem-0", "V100", 8, 8),)
+    (launch_a,) = policy.decide(Snapshot(NOW, (a,), (), pool, (), (big, small))).launches
+    later = NOW + timedelta(seconds=10)
+    booting = Node("nA", big, NodeState.LAUNCHING, NOW, launch_a.request_id, for_job="a")
+    b = Demand("b", 1, later - timedelta(hours=1), 3600.0, gpu_model="A10G")
+    spent = Spend(36.0 * 10 / 3600)  # billed while it boots
+    snap = Snapshot(later, (a, b), (), pool, (booting,), (big, small), spend=spent)
+    total, _ = committed_usd(snap, guards)
+    assert total == pytest.approx(budget, abs=1e-3)  # 10 s spent, 590 s of boot and the 1 h run to come
+    plan = policy.decide(snap)
+    assert not plan.launches and [a.job_id for a, _ in plan.refused] == ["b"]
+
+
+def _team_nodes_running() -> Snapshot:
+    """Team ml's job on an on-demand A100 node (ml has spent $160), team cv's idle node."""
+    a100 = Offering("aws", "us-east-1", "use1-az1", "p4d.24xlarge", "A100", 8, Market.ON_DEMAND, 32.0)
+    job = Demand("j", 8, NOW - timedelta(hours=5), 10 * 3600.0, gpu_model="A100", team="ml")
+    ml = Node("n-ml", a100, NodeState.READY, NOW - timedelta(hours=5), "r", job_id="j", for_job="j", team="ml")
+    cv = Node("n-cv", SPOT, NodeState.READY, NOW - timedelta(minutes=2), "r2", team="cv",
+              idle_since=NOW - timedelta(minutes=1))
+    running = (Placement(job, ("n-ml",), NOW - timedelta(hours=5), True, Market.ON_DEMAND, 32.0),)
+    return Snapshot(NOW, (), running, (PoolNode("onprem-0", "V100", 8, 0),), (ml, cv), (a100, SPOT),
+                    spend=Spend(total_usd=160.5, by_team_usd=(("cv", 0.5), ("ml", 160.0))))
+
+
+@pytest.mark.parametrize("total", [None, 10_000.0])
+def test_a_team_past_its_hard_budget_has_its_burn_stopped_and_other_teams_keep_theirs(total: float | None) -> None:
+    """A team's hard budget is hard too: once its spend plus the burn until nodes can be stopped
+    passes it (jobs that ran past their estimates), its nodes are stopped, most expensive first;
+    another team's nodes, within its own budget (or with none), are not."""
+    guards = GuardParams(total_budget_usd=total, team_budget_usd={"ml": 100.0, "cv": 50.0})
+    plan = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=guards)).decide(_team_nodes_running())
+    (stop,) = plan.actions
+    assert isinstance(stop, Checkpoint) and stop.node_id == "n-ml"
+    assert stop.reason == "team ml's hard budget $100.00 reached: stop n-ml"
+    within = GuardParams(total_budget_usd=total, team_budget_usd={"ml": 170.0})
+    assert not BursterPolicy(COST, BursterParams(burst=PARAMS, guards=within)).decide(_team_nodes_running()).actions
+
+
+def test_no_move_to_cheaper_capacity_is_launched_while_the_hard_budget_stops_the_burn() -> None:
+    """A dear node about to finish its job brings spend plus burn past the hard budget, though what
+    is committed leaves room for a move of another job to a cheaper pool: with the burn being
+    stopped, nothing new is launched, that move's nodes included."""
+    h100 = Offering("aws", "us-east-1", "use1-az1", "p5.48xlarge", "H100", 8, Market.ON_DEMAND, 500.0)
+    dear = Offering("aws", "us-east-1", "use1-az2", "g5.xlarge", "A10G", 1, Market.SPOT, 2.0)
+    cheap = Offering("aws", "us-east-1", "use1-az3", "g5.xlarge", "A10G", 1, Market.SPOT, 0.5)
+    ending = Demand("ending", 8, NOW - timedelta(hours=2), 3600.0, gpu_model="H100")
+    long = Demand("long", 1, NOW - timedelta(hours=2), 3 * 3600.0, gpu_model="A10G")
+    nodes = (Node("nA", h100, NodeState.READY, NOW - timedelta(hours=1), "ra", job_id="ending"),
+             Node("nB", dear, NodeState.READY, NOW - timedelta(hours=1), "rb", job_id="long"))
+    running = (Placement(ending, ("nA",), NOW - timedelta(seconds=3595), True, Market.ON_DEMAND, 500.0),
+               Placement(long, ("nB",), NOW - timedelta(hours=1), True, Market.SPOT, 2.0))
+    snap = Snapshot(NOW, (), running, (PoolNode("onprem-0", "V100", 8, 0),), nodes, (h100, dear, cheap),
+                    spend=Spend(total_usd=90.0))
+    free = BursterPolicy(COST, BursterParams(burst=PARAMS)).decide(snap)
+    assert [(a.job_id, a.offering) for a in free.launches] == [("long", cheap)]  # the move pays
+    guards = GuardParams(total_budget_usd=100.0)
+    plan = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=guards)).decide(snap)
+    assert not plan.launches and not plan.refused
+    assert [a.node_id for a in plan.actions if isinstance(a, Checkpoint)] == ["nA"]

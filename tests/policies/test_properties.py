@@ -33,7 +33,7 @@ def policy(budget: float | None = None, team_budget: float | None = None, warm: 
 def test_dollar_budget_is_never_exceeded(snap: Snapshot, budget: float, team_budget: float, warm: bool) -> None:
     """Launches, and idle exclusive cloud nodes handed to jobs (a Hold: the node runs on)."""
     plan = policy(budget, team_budget, warm).decide(snap)
-    total, by_team = committed_usd(snap, GuardParams().idle_ttl_s)
+    total, by_team = committed_usd(snap, GuardParams())
     price = {n.node_id: n.offering.price_per_hour_usd for n in snap.cloud_nodes}
     spends = [(a.team, launch_usd(a)) for a in plan.launches]
     spends += [(a.team, price[a.node_id] * a.est_hours) for a in plan.actions
