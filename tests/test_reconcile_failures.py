@@ -63,18 +63,24 @@ def test_a_node_listed_again_after_it_was_taken_for_gone_is_terminated_and_charg
     assert "ran on after it was recorded as ended" in overrun.reason
 
 
+def _terminated_but_listed_running(w: World) -> Node:
+    """An idle node terminated at its TTL, which the cloud's listings show running on."""
+    w.cloud.launch(CHEAP, 1, request_id="prewarm-1")
+    w.rec.run_once()  # adopts the idle node
+    w.clock.advance(3600)
+    w.cloud.ignore_next_terminate()
+    w.rec.run_once()  # idle past its TTL: terminated
+    (node,) = w.cloud.list_nodes()
+    return node
+
+
 def test_a_node_listed_running_after_its_terminate_is_let_be_for_a_grace_then_terminated_again(
         caplog: pytest.LogCaptureFixture) -> None:
     """A listing soon after a terminate may lag it; one a grace later that still shows the node
     running does not: the node goes again. Its time since the first terminate is charged as listings
     show it running (a lagging listing errs on the dear side), each second once."""
     w = World()
-    w.cloud.launch(CHEAP, 1, request_id="prewarm-1")
-    w.rec.run_once()  # adopts the idle node
-    w.clock.advance(3600)
-    w.cloud.ignore_next_terminate()
-    w.rec.run_once()  # idle past its TTL: terminated, but the cloud lists it running on
-    (node,) = w.cloud.list_nodes()
+    node = _terminated_but_listed_running(w)
     (first,) = w.rec.state.ledger
     with caplog.at_level("WARNING", logger="burster.reconcile"):
         w.clock.advance(LISTING_GRACE_S - 10)
@@ -313,12 +319,7 @@ def test_a_stray_listed_as_ended_is_charged_to_its_end_not_while_the_cloud_lists
     the listing that finally forgets it."""
     w = World()
     w.cloud.list_ended()
-    w.cloud.launch(CHEAP, 1, request_id="prewarm-1")
-    w.rec.run_once()  # adopts the idle node
-    w.clock.advance(3600)
-    w.cloud.ignore_next_terminate()
-    w.rec.run_once()  # idle past its TTL: terminated, but the cloud lists it running on
-    (node,) = w.cloud.list_nodes()
+    node = _terminated_but_listed_running(w)
     w.clock.advance(30)
     w.rec.run_once()  # charged up to this listing
     w.clock.advance(10)
