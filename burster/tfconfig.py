@@ -40,6 +40,8 @@ def parse_outputs(text: str, source: str) -> dict[str, Any]:
             f"{source}: not valid JSON at line {err.lineno}, column {err.colno}: {err.msg}; "
             "expected the output of `terraform output -json`"
         ) from None
+    except (RecursionError, ValueError) as err:  # nested too deeply; a number of over 4,300 digits
+        raise InputError(f"{source}: not `terraform output -json` output ({str(err)[:120]})") from None
     if not isinstance(data, dict):
         raise InputError(f"{source}: expected a JSON object of outputs, got {type(data).__name__}")
     if not data:

@@ -107,13 +107,13 @@ class Row:
         return seconds
 
     def time(self, column: str) -> datetime:
-        """An ISO-8601 timestamp (naive ones are taken as UTC)."""
+        """An ISO-8601 timestamp, in UTC (naive ones are taken as UTC; an offset is converted)."""
         raw = self.text(column)
         try:
             when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
         except ValueError:
             raise self.fail(column, f"{raw!r} is not an ISO-8601 time") from None
-        when = when if when.tzinfo else when.replace(tzinfo=UTC)
+        when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
         if problem := out_of_range(when.timestamp(), epoch=True):
             raise self.fail(column, f"{raw!r} {problem}")
         return when

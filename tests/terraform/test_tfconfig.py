@@ -96,6 +96,8 @@ def test_conflicting_values_across_roots() -> None:
     ("[1, 2]", "expected a JSON object of outputs, got list"),
     ("{}", "no outputs"),
     ('{"regions": ["us-east-1"]}', "output 'regions' has no \"value\""),
+    ('{"n": {"value": ' + "9" * 5000 + "}}", r"x.json: not `terraform output -json` output \(Exceeds the limit"),
+    ("[" * 100_000 + "]" * 100_000, r"x.json: not `terraform output -json` output"),
 ])
 def test_malformed_input(text: str, message: str) -> None:
     with pytest.raises(InputError, match=message):

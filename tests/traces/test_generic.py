@@ -152,3 +152,16 @@ def test_a_runtime_s_header_is_generic_whatever_the_file_is_called(tmp_path: Pat
     path.write_text("job_id,submit_time,gpus,runtime_s\nx,0,2,10\n")
     assert detect_format(path) == "generic"
     assert [j.job_id for j in load_trace(path).jobs] == ["x"]
+
+
+def test_times_with_an_offset_are_taken_to_utc(tmp_path: Path) -> None:
+    """The same instants written with an offset or in UTC are the same jobs at the same times: a
+    window's days (and a day's budget) are UTC days."""
+    offset = write(tmp_path, "a,2026-01-01T23:00:00-05:00,1,60,,,,,,,,,\nb,2026-01-02T10:00:00+02:00,1,60,,,,,,,,,\n",
+                   name="offset.csv")
+    utc = write(tmp_path, "a,2026-01-02T04:00:00Z,1,60,,,,,,,,,\nb,2026-01-02T08:00:00Z,1,60,,,,,,,,,\n",
+                name="utc.csv")
+    jobs = load_trace(offset).jobs
+    assert [j.submitted_at for j in jobs] == [j.submitted_at for j in load_trace(utc).jobs]
+    assert all(j.submitted_at.tzinfo is UTC for j in jobs)
+    assert load_trace(offset).start == datetime(2026, 1, 2, 4, tzinfo=UTC)

@@ -182,3 +182,11 @@ def test_malformed_files(tmp_path: Path) -> None:
         load_trace(write(tmp_path, [[1, 2]]))
     with pytest.raises(InputError, match="holds no jobs"):
         load_trace(write(tmp_path, []))
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"jobs": [{"job_id": ' + "9" * 5000 + "}]}")  # past Python's 4,300-digit limit
+    with pytest.raises(InputError, match=r"huge\.json: not `sacct --json` output \(Exceeds the limit"):
+        load_trace(huge)
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"jobs": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(InputError, match=r"deep\.json: not `sacct --json` output"):
+        load_trace(deep)
