@@ -53,7 +53,7 @@ def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float
         if on_progress is not None:
             on_progress(t)
         if world.finished and not reconciler.state.has_live():
-            return passes
+            break  # (the world still goes on to the end: the idle rest of the window counts)
         t_next = t + step
         wake = _wake(world, reconciler, report, t) if skip else None
         if wake is _NEVER:
@@ -65,7 +65,8 @@ def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float
         t = t_next
         clock.set(t)
     # ticking through ends on the last tick by ``end``: bring the world there too (nothing happens
-    # on the way, or the loop would have woken), so the waits of jobs never started count as long
+    # on the way, or the loop would have woken), so the waits of jobs never started count as long,
+    # and so does the reserved pool's idle time when all the work ended early
     last = start + timedelta(seconds=math.floor((end - start).total_seconds() / tick_s) * tick_s)
     if reached < last:
         world.advance_to(last)

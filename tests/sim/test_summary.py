@@ -20,3 +20,23 @@ def test_a_percentile_is_the_nearest_rank(n: int, q: float, rank: int) -> None:
 
 def test_no_values_give_zero() -> None:
     assert percentile([], 95) == 0.0
+
+
+def test_utilization_is_over_the_whole_window_when_the_work_ends_early() -> None:
+    """One 8-GPU job of an hour on an 8-GPU pool over a day: the pool was busy 1/24 of the window,
+    though the simulation has nothing left to do after the first hour."""
+    from datetime import UTC, datetime, timedelta
+
+    from burster.app import build_simulation
+    from burster.config import parse_config
+    from burster.model import Demand
+    from burster.sim.engine import run
+    from burster.traces.base import Trace
+
+    t0 = datetime(2026, 1, 5, tzinfo=UTC)
+    trace = Trace("one", "memory", (Demand("j", 8, t0 + timedelta(minutes=1), 3600.0, gpu_model="V100"),))
+    for days in (1, 2):
+        sim = build_simulation(parse_config({"pool": {"nodes": 1, "gpus_per_node": 8, "gpu_model": "V100"}}),
+                               trace, policy="burster", seed=0, days=days)
+        run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end)
+        assert sim.world.pool.metrics.utilization == pytest.approx(1 / (24 * days))
