@@ -67,7 +67,7 @@ def start_on_reserved(pending: Callable[[], Sequence[Demand]], onprem: OnPremNod
                 break
         slots = onprem.fit(job, now.timestamp())
         if slots is None:
-            if head_blocked is None:
+            if head_blocked is None and onprem.can_ever_fit(job):  # (one that never can reserves nothing)
                 head_blocked = job
                 shadow, extra = _shadow(job, onprem, ends)
             continue
@@ -82,8 +82,6 @@ def start_on_reserved(pending: Callable[[], Sequence[Demand]], onprem: OnPremNod
 
 def _shadow(head: Demand, onprem: OnPremNodes, ends: Sequence[tuple[float, int]]) -> tuple[float, float]:
     """EASY backfill: when the head job can start, and GPUs spare at that time."""
-    if not onprem.can_ever_fit(head):
-        return math.inf, float(onprem.free_total)
     free = onprem.free_total - onprem.held_free(head.job_id)
     for t, g in ends:
         free += g

@@ -366,3 +366,29 @@ def test_preempting_a_cloud_job_a_finished_one_or_an_unknown_one_does_nothing() 
     pool.preempt("s0", T0 + timedelta(minutes=42))
     assert pool.metrics.onprem_preemptions == 0
     assert all(p.stopping_at is None for p in pool.running())
+
+
+@pytest.mark.parametrize("never_fits", [None, "A100", "gang"])
+def test_a_job_the_reserved_nodes_can_never_run_does_not_take_the_heads_reservation(never_fits: str | None) -> None:
+    """EASY backfill reserves for the first queued job that can run on the reserved nodes: one that
+    never can (another GPU model, a gang larger than the pool) waits for the cloud and reserves
+    nothing, so a long job behind the real head does not overtake it."""
+    events = EventQueue()
+    pool = SimPool(events, nodes=2, gpus_per_node=8, gpu_model="V100")
+    events.before = pool.metrics.advance
+    for j in (Demand("A", 8, T0, 100.0, gpu_model="V100"), Demand("B", 8, T0, 200.0, gpu_model="V100")):
+        pool.submit(j, T0)
+    pool.schedule(T0)
+    at = T0 + timedelta(seconds=1)
+    if never_fits == "A100":
+        pool.submit(Demand("X", 1, at, 600.0, gpu_model="A100"), at)
+    elif never_fits == "gang":
+        pool.submit(Demand("X", 24, at, 600.0, nodes=3, gpu_model="V100"), at)
+    pool.submit(Demand("Y", 16, at, 600.0, nodes=2, gpu_model="V100"), at)  # the head: both nodes
+    pool.submit(Demand("Z", 8, at, 5000.0, gpu_model="V100"), at)  # long, behind it
+    pool.schedule(at)
+    while (t := events.next_time()) is not None and t <= T0 + timedelta(hours=3):
+        events.run_until(t)
+        pool.schedule(t)
+    starts = {k: (v - T0).total_seconds() for k, v in pool.metrics.first_start.items()}
+    assert starts["Y"] == 200.0 and starts["Z"] == 800.0
