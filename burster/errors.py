@@ -47,6 +47,10 @@ class ThrottledError(ProviderError):
     retryable = True
 
 
+class InvalidRequestError(ProviderError):
+    """The cloud refused the request as invalid (HTTP 400): sent again unchanged it fails again."""
+
+
 class NotFoundError(ProviderError):
     """The resource (instance, region, type) does not exist."""
 

@@ -30,7 +30,7 @@ class NodeBook:
         self.state = state
         self.listing_grace_s = listing_grace_s
         self.strays: dict[str, str] = {}  # node id -> provider: recorded as ended, listed alive
-        self.unterminated: set[str] = set()  # terminating (the call failed), listed alive: call again
+        self.unterminated: set[str] = set()  # terminating (the call failed) or stopped outside us: terminate
         self._running: Sequence[Placement] | None = None  # the last pool placements seen ...
         self._job_of: dict[str, str] = {}  # ... and the job on each of their cloud nodes
         self._views: dict[str, tuple[NodeRecord, str | None, Node]] = {}  # last snapshot's Node per id
@@ -96,9 +96,10 @@ class NodeBook:
         intent of ours launched it), follow states, end vanished ones
         (once older than ``listing_grace_s``), and note in ``strays`` nodes recorded as ended (for
         ``listing_grace_s`` or more) and in ``unterminated`` nodes left terminating (the call
-        failed) that a listing shows alive. An ended record listed running is charged up to each
-        such listing, and up to the first that leaves it out (as a live node is) unless the
-        controller's terminate of it went through first (``terminated_stray``); it is a stray a
+        failed) that a listing shows, and live ones it shows stopping or stopped outside the
+        controller (a stopped VM bills its disks until it is terminated). An ended record listed
+        running is charged up to each such listing, and up to the first that leaves it out (as a
+        live node is) unless the controller's terminate of it went through first (``terminated_stray``); it is a stray a
         grace after its first recorded end, or at once if listings had left it out (taken for
         gone). What is watched is in the state (``MemoryState.watched``), so a restart keeps it."""
         records = self.state.nodes
@@ -132,8 +133,8 @@ class NodeBook:
                         watched[n.node_id] = replace(w, running=True)
                         if w.unseen or now - w.ended_at >= grace:
                             self.strays[n.node_id] = provider
-                elif rec.state is NodeState.TERMINATING and n.state in _FORWARD:
-                    self.unterminated.add(n.node_id)
+                elif (rec.state is NodeState.TERMINATING) is not (n.state is NodeState.TERMINATING):
+                    self.unterminated.add(n.node_id)  # our terminate failed, or it stops outside us
                 elif rec.state is not n.state:
                     self.follow(n.node_id, n.state)
             if provider in degraded:

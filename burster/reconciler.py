@@ -24,11 +24,9 @@ from datetime import datetime, timedelta
 from burster.budget_period import PERIODS, period_start
 from burster.clock import Clock
 from burster.errors import (
-    CapacityError,
     ConfigError,
     PartialLaunchError,
     ProviderError,
-    QuotaError,
     TransientError,
 )
 from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
@@ -258,7 +256,7 @@ class Reconciler:
                     self.pool.hold(action.node_id, action.job_id, action.start_at, action.until)
                 elif isinstance(action, Preempt):
                     self.pool.preempt(action.job_id, action.deadline)
-            except ProviderError as err:
+            except (ProviderError, ConfigError) as err:  # an adapter's ConfigError: an offering it cannot launch
                 _failed(report, type(action).__name__.lower(), err)
 
     def _terminate_again(self, report: PassReport) -> None:
@@ -268,7 +266,8 @@ class Reconciler:
         recorded end was charged as observe found it)."""
         for node_id in sorted(self.nodes.unterminated):
             try:
-                self._drain_and_terminate(node_id, "terminate again: the last call failed")
+                self._drain_and_terminate(node_id, "terminate: the last call failed, or it stops outside the "
+                                          "controller (a stopped VM bills its disks)")
             except ProviderError as err:
                 _failed(report, "terminate", err)
         for node_id, provider in sorted(self.nodes.strays.items()):
@@ -306,7 +305,11 @@ class Reconciler:
                 self._give_back(got, f"partial gang launch for {a.job_id}", err)
             self.state.clear_intent(a.request_id)
             raise
-        except (CapacityError, QuotaError):
+        except (ProviderError, ConfigError) as err:
+            if isinstance(err, ProviderError) and err.retryable:
+                raise  # throttled, timed out: it may have launched; the intent stands, the next pass retries
+            # refused (no capacity, a quota, an invalid or unsupported request, a setting): sent
+            # again unchanged it fails again, so the offering is blocked and the next try gets a new id
             self._block(a.offering.key, now)
             self.state.clear_intent(a.request_id)
             self.state.failed_requests[base] = tries + 1
@@ -395,7 +398,7 @@ class Reconciler:
             self.on_event(f"{report.now:%Y-%m-%d %H:%M:%S} error: {err}")
 
 
-def _failed(report: PassReport, action: str, err: ProviderError) -> None:
+def _failed(report: PassReport, action: str, err: ProviderError | ConfigError) -> None:
     """Report an action a cloud or the pool refused; the next pass tries it again."""
     report.errors.append(f"{action} failed: {err}")
     log.warning("action failed (will retry next pass): %s", err)

@@ -3,9 +3,11 @@ never join, launches that may or may not have happened, a pool that cannot be re
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from burster.errors import TransientError
+from burster.errors import AuthError, ConfigError, InvalidRequestError, NotFoundError, TransientError
 from burster.lifecycle import NodeState
 from burster.model import Node
 from burster.reconcile_nodes import LISTING_GRACE_S
@@ -387,3 +389,31 @@ def test_a_partial_gang_is_given_back_whole_when_one_give_back_fails() -> None:
     assert again.job_id == "gang" and again.count == 3 and not report.errors
     assert "fake-000001" not in {n.node_id for n in w.cloud.list_nodes()}
     assert not w.rec.state.is_live("fake-000001") and not w.rec.state.is_live("fake-000002")
+
+
+@pytest.mark.parametrize("error", [
+    InvalidRequestError("fake: Invalid value for field 'resource.machineType'"),
+    NotFoundError("fake: Unsupported: the instance type is not supported in this zone"),
+    AuthError("fake: not authorized to launch this type"),
+    ConfigError("fake: cannot launch fake/r1a/gpu.8x/on_demand: its zone is not in clouds.fake.zones"),
+])
+def test_a_launch_the_cloud_refuses_for_good_blocks_its_offering_and_the_pass_goes_on(error: Exception) -> None:
+    """A refusal that sent again unchanged would fail again (an invalid or unsupported request, a
+    permission, an adapter's setting) is reported, blocks the offering as a capacity error does,
+    leaves no intent, and does not stop the pass: the next pass bursts elsewhere. A GCE 400 used to
+    be a ConfigError that escaped the pass and came back every pass."""
+    w = World()
+    w.job("a")
+    w.job("b")
+    real_launch = w.cloud.launch
+
+    def refuse_once(*args: Any, **kwargs: Any) -> Any:
+        w.cloud.launch = real_launch  # type: ignore[method-assign]
+        raise error
+    w.cloud.launch = refuse_once  # type: ignore[method-assign]
+    report = w.rec.run_once()
+    assert report.errors == [f"launch failed: {error}"]
+    assert CHEAP.key in w.rec.state.blocked and not w.rec.state.intents
+    w.clock.advance(10)
+    (launch,) = w.rec.run_once().plan.launches
+    assert launch.offering == DEAR and [n.offering for n in w.cloud.list_nodes()] == [DEAR]

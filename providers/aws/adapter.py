@@ -40,8 +40,9 @@ from providers.aws.pricing import (
 
 log = logging.getLogger(__name__)
 
+# a stopped instance still exists and bills its volumes: TERMINATING, so the controller terminates it
 STATES = {"pending": NodeState.LAUNCHING, "running": NodeState.READY, "shutting-down": NodeState.TERMINATING,
-          "stopping": NodeState.TERMINATING, "stopped": NodeState.FAILED, "terminated": NodeState.TERMINATED}
+          "stopping": NodeState.TERMINATING, "stopped": NodeState.TERMINATING, "terminated": NodeState.TERMINATED}
 FILTER_VALUES_MAX = 200
 _QUEUE_REGION = re.compile(r"^https://(?:sqs[.-]([a-z0-9-]+)|([a-z0-9-]+)\.queue)\.amazonaws\.com")
 

@@ -286,7 +286,7 @@ class GcpProvider:
             raise errors[0]
 
     def _delete(self, zone: str, name: str, gce_rid: str) -> Any:
-        """instances.delete without waiting; None when it is gone or already being deleted."""
+        """instances.delete without waiting; None when it is gone."""
         from google.api_core import exceptions as gexc
 
         def fn() -> Any:
@@ -299,7 +299,10 @@ class GcpProvider:
                 return None
             except gexc.BadRequest as err:
                 if any(e.get("reason") == "resourceNotReady" for e in err.errors or []):
-                    return None  # a delete (ours or GCE's preemption) is already in progress
+                    # another operation is in progress on it (a start, a stop, GCE's preemption): a
+                    # delete later goes through; ours in progress would have answered by its request id
+                    raise TransientError(f"gcp: delete instance {name}: resourceNotReady, another operation "
+                                         "is in progress on it; retried", provider="gcp") from None
                 raise
 
         return self._call(fn, f"delete instance {name}")

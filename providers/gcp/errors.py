@@ -15,6 +15,7 @@ from burster.errors import (
     AuthError,
     CapacityError,
     ConfigError,
+    InvalidRequestError,
     NotFoundError,
     ProviderError,
     QuotaError,
@@ -43,6 +44,8 @@ NEXT: dict[type[Exception], str] = {
                "docs/providers/gcp.md.",
     NotFoundError: "check clouds.gcp (project, zones, instance_templates, network, subnetwork).",
     ConfigError: "fix the request or clouds.gcp settings it came from.",
+    InvalidRequestError: "GCE refused the request as invalid; Burster blocks this offering for a while: check "
+                         "that the machine type exists in the zone and the clouds.gcp settings it came from.",
     TransientError: "a server-side or network failure; Burster retries with backoff.",
     ProviderError: "see the message above; Burster will retry on a later tick.",
 }
@@ -97,8 +100,8 @@ def from_api_error(err: Exception, what: str, offering_key: str = "") -> Provide
         cls = AuthError
     elif code == 404:
         cls = NotFoundError
-    elif code == 400:  # a request GCE calls invalid: it came from our settings (template, network)
-        return ConfigError(f"gcp: {what}: {clean(message)} -- {NEXT[ConfigError]}")
+    elif code == 400:  # a request GCE calls invalid (a machine type not in the zone, a bad template):
+        cls = InvalidRequestError  # the cloud's answer, reported in the pass; the offering is blocked
     elif code >= 500 or code == 0:
         cls = TransientError
     else:

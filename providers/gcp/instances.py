@@ -21,7 +21,9 @@ STATES = {
     "RUNNING": NodeState.READY,
     "STOPPING": NodeState.TERMINATING, "SUSPENDING": NodeState.TERMINATING,
     "PENDING_STOP": NodeState.TERMINATING,
-    "SUSPENDED": NodeState.TERMINATED, "TERMINATED": NodeState.TERMINATED,
+    # a stopped (GCE: TERMINATED) or suspended VM still exists and bills its disks (a suspended one its
+    # memory too): TERMINATING, so the controller deletes it; a deleted VM is no longer listed
+    "SUSPENDED": NodeState.TERMINATING, "TERMINATED": NodeState.TERMINATING,
     "REPAIRING": NodeState.FAILED,  # host failure: the VM is down until GCE repairs it; replace it
 }
 

@@ -46,3 +46,28 @@ def test_an_idle_instance_whose_terminate_ec2_refused_is_terminated_next_pass() 
     assert b.proxy.actions().count("TerminateInstances") == 2
     (entry,) = rec.state.ledger
     assert entry.node_id == node.node_id and entry.end == clock.now()
+
+
+def test_an_instance_stopped_outside_the_controller_is_terminated() -> None:
+    """A guest `shutdown -h` (EC2's default shutdown behaviour is stop) or a scheduled retirement
+    stops an instance: it still exists and bills its volumes, so the controller terminates it and
+    bills it up to then; it used to take it for ended and leave it stopped for good."""
+    b = h.backend()
+    b.proxy.reset()
+    provider = h.make_provider(b)
+    (node,) = provider.launch(h.offering(), 1, request_id="prewarm-stop")
+    assert node.launched_at is not None
+    clock = FakeClock(node.launched_at + timedelta(seconds=10))
+    policy = BursterPolicy(params=BursterParams(reclaim=ReclaimParams(idle_ttl_s=7200, move_back=False)))
+    pool = SimPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
+    rec = Reconciler(providers={"aws": provider}, pool=pool, policy=policy, clock=clock)
+    rec.run_once()  # adopts the idle instance
+    b.client("ec2").stop_instances(InstanceIds=[node.node_id])
+    clock.advance(600)
+    report = rec.run_once()
+    assert not report.errors and b.proxy.actions().count("TerminateInstances") == 1
+    assert rec.state.nodes[node.node_id].state is NodeState.TERMINATED
+    described = b.client("ec2").describe_instances(InstanceIds=[node.node_id])
+    assert described["Reservations"][0]["Instances"][0]["State"]["Name"] in ("shutting-down", "terminated")
+    (entry,) = rec.state.ledger
+    assert entry.node_id == node.node_id and entry.end == clock.now()

@@ -15,16 +15,18 @@ from burster.errors import (
     AuthError,
     CapacityError,
     ConfigError,
+    InvalidRequestError,
     NotFoundError,
     PartialLaunchError,
     QuotaError,
     ThrottledError,
+    TransientError,
 )
 from burster.lifecycle import NodeState
 from burster.model import Market
 from burster.plan import request_id
 from providers.gcp import naming
-from tests.providers.harness_gcp import MACHINE, ZONE, GcpBackend, catalog_offering, gcp_backend
+from tests.providers.harness_gcp import MACHINE, PROJECT, ZONE, GcpBackend, catalog_offering, gcp_backend
 
 LABELS = {"team": "Vision", "project": "detector", "sprint": "S42"}
 NAME_RE = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -208,7 +210,7 @@ def test_terminate_is_idempotent_ignores_unknown_ids_and_survives_a_restart(b: G
     nodes = b.provider().launch(catalog_offering(), 2, request_id=request_id("t", 1))
     fresh = b.provider()  # a restarted controller: learns zones by listing
     fresh.terminate([nodes[0].node_id, "bst-c1-unknown"], request_id=request_id("t-term", 1))
-    fresh.terminate([nodes[0].node_id], request_id=request_id("t-term", 2))  # delete in progress
+    fresh.terminate([nodes[0].node_id], request_id=request_id("t-term", 1))  # again: GCE answers its operation
     states = {n.node_id: n.state for n in fresh.list_nodes()}
     assert states[nodes[0].node_id] is NodeState.TERMINATING
     b.compute.settle()
@@ -272,3 +274,49 @@ def test_importing_the_adapter_needs_no_google_sdk() -> None:
     code = ("import sys, providers.gcp; bad = [m for m in sys.modules if m.startswith('google')]; "
             "sys.exit(1 if bad else 0)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_a_delete_refused_as_not_ready_is_retried_not_taken_for_done(b: GcpBackend) -> None:
+    """GCE answers 400 resourceNotReady while another operation runs on the instance (a start, a
+    stop, setMetadata): the delete is retried with backoff; refused every time, terminate raises a
+    retryable error and the instance is still listed running (so the reconciler terminates it
+    again), never taken for one being deleted."""
+    (node,) = b.provider().launch(catalog_offering(), 1, request_id=request_id("nr", 1))
+    b.compute.settle()
+    p = b.provider()
+    not_ready = ("DELETE", 400, "resourceNotReady",
+                 f"The resource 'projects/{PROJECT}/zones/{ZONE}/instances/{node.node_id}' is not ready")
+    b.compute.fail_next(*not_ready)
+    p.terminate([node.node_id], request_id=request_id("nr-term", 1))  # the retry goes through
+    assert {n.node_id: n.state for n in p.list_nodes()} == {node.node_id: NodeState.TERMINATING}
+    b.compute.settle()
+    assert p.list_nodes() == []
+    (other,) = p.launch(catalog_offering(), 1, request_id=request_id("nr", 2))
+    b.compute.settle()
+    for _ in range(5):  # every attempt
+        b.compute.fail_next(*not_ready)
+    with pytest.raises(TransientError, match="resourceNotReady, another operation is in progress"):
+        p.terminate([other.node_id], request_id=request_id("nr-term", 2))
+    assert {n.node_id: n.state for n in p.list_nodes()} == {other.node_id: NodeState.READY}
+
+
+@pytest.mark.parametrize("status", ["TERMINATED", "SUSPENDED"])
+def test_a_stopped_or_suspended_vm_is_listed_as_still_to_terminate(b: GcpBackend, status: str) -> None:
+    """GCE's TERMINATED is a stopped VM, and a SUSPENDED one keeps its memory: both still exist and
+    bill their disks, so they are listed TERMINATING (the controller deletes a live one), not ended."""
+    (node,) = b.provider().launch(catalog_offering(), 1, request_id=request_id("stop", 1))
+    b.compute.settle()
+    b.compute.instance(ZONE, node.node_id)["status"] = status
+    assert {n.node_id: n.state for n in b.provider().list_nodes()} == {node.node_id: NodeState.TERMINATING}
+
+
+def test_an_insert_gce_refuses_as_invalid_is_a_provider_error_that_blocks_the_offering(b: GcpBackend) -> None:
+    """A 400 (a machine type the catalog lists in a zone that no longer offers it) is the cloud's
+    answer to this request, not a bad setting of ours found before the call: InvalidRequestError,
+    which the reconciler reports and blocks the offering on, like a capacity error."""
+    b.compute.fail_next("POST", 400, "invalid",
+                        f"Invalid value for field 'resource.machineType': 'zones/{ZONE}/machineTypes/{MACHINE}'. "
+                        "Machine type does not exist in zone.")
+    with pytest.raises(InvalidRequestError, match=r"Machine type does not exist in zone.*blocks this offering") as err:
+        b.provider().launch(catalog_offering(), 1, request_id=request_id("bad", 1))
+    assert err.value.offering_key == catalog_offering().key
