@@ -6,6 +6,7 @@ time): before it, other jobs may use the node only if they end by then."""
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 from dataclasses import replace
 
 from burster.model import Demand, PoolNode
@@ -32,9 +33,11 @@ class OnPremNodes:
         return (not job.gpu_model or job.gpu_model == self.model) and job.gpus_per_node <= self.size \
             and job.nodes <= len(self.free)
 
-    def fit(self, job: Demand, now_ts: float = math.inf) -> tuple[tuple[int, int], ...] | None:
+    def fit(self, job: Demand, now_ts: float = math.inf,
+            avoid: Container[int] = ()) -> tuple[tuple[int, int], ...] | None:
         """Slots (node index, GPUs) for the whole gang now (``now_ts``), or None. Best fit, lowest
-        index first; a held node only for its job, or for one that ends before the hold starts."""
+        index first; a held node only for its job, or for one that ends before the hold starts;
+        none of the nodes in ``avoid``."""
         if job.gpus > self.free_total or not self.can_ever_fit(job):
             return None
         need, per = job.nodes, job.gpus_per_node
@@ -43,6 +46,8 @@ class OnPremNodes:
             bucket = self.buckets[f]
             if bucket and self.held:
                 bucket = {i for i in bucket if self._may_use(i, job, now_ts)}
+            if bucket and avoid:
+                bucket = {i for i in bucket if i not in avoid}
             if bucket:
                 chosen += sorted(bucket)[: need - len(chosen)] if need > 1 else [min(bucket)]
                 if len(chosen) >= need:

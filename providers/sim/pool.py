@@ -62,7 +62,8 @@ class SimPool:
         self.metrics = PoolMetrics(nodes * gpus_per_node)
         self.truth = TrueRuntimes(runtimes, history)
         self._cache: dict[str, tuple[object, ...]] = {}
-        self._ends: list[tuple[float, int]] = []  # (ends_ts, gpus) of on-prem runs, sorted
+        self._ends: list[tuple[float, int, tuple[tuple[int, int], ...]]] = []  # on-prem runs' (ends_ts, gpus,
+        # (node index, GPUs) slots), sorted: when and where reserved GPUs free up
         self._changed = True  # queue, runs or burst nodes changed since the last schedule()
         self._cloud_gpus = 0  # GPUs of cloud-running jobs the reserved nodes could run (stranded-capacity KPI)
         self._hold_until: dict[int, datetime] = {}  # reserved node index -> when its hold runs out
@@ -215,7 +216,7 @@ class SimPool:
         run = _Run(job, node_ids, now, bool(burst_ids), slots, ends_ts=now.timestamp() + job.remaining_s)
         self.runs[job.job_id] = run
         if slots:
-            bisect.insort(self._ends, (run.ends_ts, job.gpus))
+            bisect.insort(self._ends, (run.ends_ts, job.gpus, slots))
         elif burst_ids and self.onprem.can_ever_fit(job):
             self._cloud_gpus += job.gpus
         self.metrics.started(job, now, on_cloud=bool(burst_ids), runtime_s=self.truth.of(job))
@@ -260,7 +261,7 @@ class SimPool:
                 self._cloud_gpus -= run.job.gpus
         self.onprem.give(run.onprem_slots)
         if run.onprem_slots:
-            del self._ends[bisect.bisect_left(self._ends, (run.ends_ts, run.job.gpus))]
+            del self._ends[bisect.bisect_left(self._ends, (run.ends_ts, run.job.gpus, run.onprem_slots))]
         for node_id in run.node_ids:
             b = self.burst.get(node_id)
             if b is not None and b.job_id == run.job.job_id:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from burster.model import Demand, Offering
 from providers.sim.onprem import OnPremNodes
@@ -44,50 +44,74 @@ def start_on_own_nodes(queue: PoolQueue, burst: Mapping[str, BurstNode], booting
             start(job, now, tuple(sorted(b.node_id for b in mine)), ())
 
 
-def start_on_reserved(pending: Callable[[], Sequence[Demand]], onprem: OnPremNodes, ends: Sequence[tuple[float, int]],
+def start_on_reserved(pending: Callable[[], Sequence[Demand]], onprem: OnPremNodes, ends: Sequence[Ends],
                       depth: int, booting: set[str | None], now: datetime, start: Start) -> None:
     """Jobs with reserved nodes held for them first, then the queue in order with EASY backfill
-    (``depth`` jobs past a blocked head at most; ``ends``: (end, GPUs) of on-prem runs, sorted).
-    ``pending`` is called once per phase: the queue as served after the held jobs started."""
+    (``depth`` jobs past a blocked head at most; ``ends``: when and where on-prem runs free GPUs,
+    sorted). ``pending`` is called once per phase: the queue as served after the held jobs started."""
     if onprem.held:  # a job with nodes held for it starts there first, wherever it is queued
         holders = {j for j, _ in onprem.held.values()}
         for job in [j for j in pending() if j.job_id in holders and j.job_id not in booting]:
             slots = onprem.fit_held(job)
             if slots is not None:
                 start(job, now, (), slots)
-    head_blocked: Demand | None = None
-    shadow = extra = 0.0
+    head: _Reservation | None = None
     scanned = 0
+    now_ts = now.timestamp()
     for job in pending():
         if job.job_id in booting:
             continue
-        if head_blocked is not None:
+        if head is not None:
             scanned += 1
             if scanned > depth or onprem.free_total == 0:
                 break
-        slots = onprem.fit(job, now.timestamp())
+        slots = onprem.fit(job, now_ts)
         if slots is None:
-            if head_blocked is None and onprem.can_ever_fit(job):  # (one that never can reserves nothing)
-                head_blocked = job
-                shadow, extra = _shadow(job, onprem, ends)
+            if head is None and onprem.can_ever_fit(job):  # (one that never can reserves nothing)
+                head = _reserve(job, onprem, ends)
             continue
-        if head_blocked is not None:
-            job_ends = now + timedelta(seconds=job.remaining_s)
-            if job_ends.timestamp() > shadow and job.gpus > extra:
+        if head is not None and now_ts + job.remaining_s > head.at:  # would still run when the head starts:
+            slots = onprem.fit(job, now_ts, avoid=head.avoid(job))  # only where it leaves the head room
+            if slots is None:
                 continue
-            if job_ends.timestamp() > shadow:
-                extra -= job.gpus
+            head.take(slots)
         start(job, now, (), slots)
 
 
-def _shadow(head: Demand, onprem: OnPremNodes, ends: Sequence[tuple[float, int]]) -> tuple[float, float]:
-    """EASY backfill: when the head job can start, and GPUs spare at that time."""
-    free = onprem.free_total - onprem.held_free(head.job_id)
-    for t, g in ends:
-        free += g
-        if free >= head.gpus:
-            return t, float(free - head.gpus)
-    return math.inf, float(free)
+Ends = tuple[float, int, tuple[tuple[int, int], ...]]  # (end, GPUs, (node index, GPUs) slots) of a run
+
+
+@dataclass
+class _Reservation:
+    """EASY backfill's reservation for the blocked head: when it can start, and on which reserved
+    nodes how many GPUs are spare beyond its own then (a job running past ``at`` may use only those)."""
+
+    at: float
+    spare: dict[int, int]
+
+    def avoid(self, job: Demand) -> set[int]:
+        return {i for i, g in self.spare.items() if g < job.gpus_per_node}
+
+    def take(self, slots: tuple[tuple[int, int], ...]) -> None:
+        for i, g in slots:
+            if i in self.spare:
+                self.spare[i] -= g
+
+
+def _reserve(head: Demand, onprem: OnPremNodes, ends: Sequence[Ends]) -> _Reservation:
+    """When the head fits, node by node as the runs end (best fit, as it will be placed), and the
+    nodes it will take. Nodes held for another job are not counted (never: ``at`` is inf)."""
+    per, need = head.gpus_per_node, head.nodes
+    usable = [not (i in onprem.held and onprem.held[i][0] != head.job_id) for i in range(len(onprem.free))]
+    free = [f if ok else 0 for f, ok in zip(onprem.free, usable, strict=True)]
+    for t, _, slots in ends:
+        for i, g in slots:
+            if usable[i]:
+                free[i] += g
+        chosen = sorted((f, i) for i, f in enumerate(free) if f >= per)[:need]
+        if len(chosen) == need:
+            return _Reservation(t, {i: f - per for f, i in chosen})
+    return _Reservation(math.inf, {})
 
 
 def start_on_idle_burst(pending: Sequence[Demand], burst: Mapping[str, BurstNode], queue: Container[str],

@@ -392,3 +392,28 @@ def test_a_job_the_reserved_nodes_can_never_run_does_not_take_the_heads_reservat
         pool.schedule(t)
     starts = {k: (v - T0).total_seconds() for k, v in pool.metrics.first_start.items()}
     assert starts["Y"] == 200.0 and starts["Z"] == 800.0
+
+
+def test_a_backfilled_job_never_takes_the_node_the_head_is_reserved_on() -> None:
+    """Two 8-GPU nodes, each with a 4-GPU job left (to 100 s on node 0, 1000 s on node 1): the 8-GPU
+    head can start at 100 s, on node 0. A 4-GPU job of 5000 s behind it still backfills, onto node
+    1 (free GPUs enough there), not onto node 0, where it would hold the head back to 1000 s: the
+    reservation is per node, not a count of free GPUs."""
+    events = EventQueue()
+    pool = SimPool(events, nodes=2, gpus_per_node=8, gpu_model="V100")
+    events.before = pool.metrics.advance
+    for name, run_s in (("A", 100.0), ("A2", 50.0), ("B", 1000.0), ("B2", 50.0)):
+        pool.submit(Demand(name, 4, T0, run_s, gpu_model="V100"), T0)
+    pool.schedule(T0)
+    for name, gpus, run_s, at_s in (("H", 8, 100.0, 60), ("C", 4, 5000.0, 61)):
+        at = T0 + timedelta(seconds=at_s)
+        while (t := events.next_time()) is not None and t <= at:
+            events.run_until(t)
+            pool.schedule(t)
+        pool.submit(Demand(name, gpus, at, run_s, gpu_model="V100"), at)
+        pool.schedule(at)
+    while (t := events.next_time()) is not None and t <= T0 + timedelta(hours=3):
+        events.run_until(t)
+        pool.schedule(t)
+    starts = {k: (v - T0).total_seconds() for k, v in pool.metrics.first_start.items()}
+    assert starts["C"] == 61.0 and starts["H"] == 100.0
