@@ -31,7 +31,7 @@ class PoolConfig(_Section):
     kind: Literal["sim"] = "sim"
     nodes: int = Field(default=16, ge=0, le=100_000)
     gpus_per_node: int = Field(default=8, ge=1, le=64)
-    gpu_model: str = "V100"
+    gpu_model: str = Field(default="V100", min_length=1, max_length=64)  # e.g. V100, A100-80GB
     requeue: Requeue = Field(default=Requeue.SUBMISSION, strict=False)  # given as its string value
     order: Literal["start_by", "submission"] = "start_by"
 

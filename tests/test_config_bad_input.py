@@ -77,6 +77,11 @@ def test_an_interruption_notice_for_an_unknown_provider_names_it() -> None:
     assert "Value error" not in msg
 
 
+def test_an_empty_pool_gpu_model_says_so() -> None:
+    """(It used to pass, and every job was then said to need a model the pool did not have.)"""
+    assert "pool.gpu_model: String should have at least 1 character" in _error({"pool": {"gpu_model": ""}})
+
+
 @pytest.mark.parametrize(("data", "key"), [
     ({"pool": {"nodes": True}}, "pool.nodes"),
     ({"pool": {"nodes": "4"}}, "pool.nodes"),
