@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import logging
+import math
 from collections import Counter
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -113,8 +114,12 @@ class Row:
             when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
         except ValueError:
             raise self.fail(column, f"{raw!r} is not an ISO-8601 time") from None
-        when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
-        if problem := out_of_range(when.timestamp(), epoch=True):
+        try:
+            when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+            ts = when.timestamp()
+        except OverflowError:  # an offset that takes it past year 1 or 9999
+            ts = -math.inf
+        if problem := out_of_range(ts, epoch=True):
             raise self.fail(column, f"{raw!r} {problem}")
         return when
 

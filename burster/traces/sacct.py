@@ -107,7 +107,9 @@ def load_sacct(path: Path, *, checkpoint_interval_s: float = 1800.0, counts: Cou
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
                          "export it with `sacct --json ... > history.json`") from None
-    except (RecursionError, ValueError) as exc:  # nested too deeply; a number of over 4,300 digits
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply to be `sacct --json` output") from None
+    except ValueError as exc:  # a number of over 4,300 digits
         raise InputError(f"{path}: not `sacct --json` output ({str(exc)[:120]})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise InputError(f"{path}: no \"jobs\" array at the top level; is this `sacct --json` output?")

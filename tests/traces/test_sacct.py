@@ -188,5 +188,5 @@ def test_malformed_files(tmp_path: Path) -> None:
         load_trace(huge)
     deep = tmp_path / "deep.json"
     deep.write_text('{"jobs": ' + "[" * 100_000 + "]" * 100_000 + "}")
-    with pytest.raises(InputError, match=r"deep\.json: not `sacct --json` output"):
+    with pytest.raises(InputError, match=r"deep\.json: JSON nested too deeply"):
         load_trace(deep)
