@@ -9,6 +9,8 @@ float USD per hour (``_per_hour_usd``) inside the decision path.
 from __future__ import annotations
 
 import enum
+import itertools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -274,6 +276,8 @@ class RuntimeHistory:
     by_team: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
     def __post_init__(self) -> None:
+        if not all(0.0 <= r < math.inf for r in itertools.chain(self.ratios, *(own for _, own in self.by_team))):
+            raise ValueError("RuntimeHistory: every ratio must be a finite number >= 0 (true / estimated runtime)")
         if self.teams and len(self.teams) != len(self.ratios):
             raise ValueError(f"RuntimeHistory: {len(self.teams)} teams for {len(self.ratios)} ratios; "
                              "give one team per ratio, or none")

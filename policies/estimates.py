@@ -33,6 +33,7 @@ MIN_RATIOS = 20  # finished jobs needed before their runtime ratios are used (un
 TEAM_RATIOS = 100  # a team's own finished jobs needed to correct its estimates apart (fewer: sampling noise)
 TRUSTED_WITHIN = 1.25  # ratios within [1/1.25, 1.25] of the truth are noise in the sample: estimates stand
 SHORTEN_QUANTILE = 0.75  # estimates are shortened only to what this share of finished jobs ran within
+MIN_FACTOR = 0.05  # estimates are never corrected to less than this share of what they say
 OVERRUN_SEEN = 10  # finished jobs that outlived a believed step, needed to learn the next one from them
 OVERRUN_QUANTILE = 0.5  # of their true / estimated runtimes: the next step
 OVERRUN_STEP = 1.5  # the next step where too few did: 1.5x the step before (1.5x, 2.25x, ... with none)
@@ -51,7 +52,8 @@ def _correction(ordered: Sequence[float]) -> float:
     median, high = ordered[len(ordered) // 2], _quantile(ordered, SHORTEN_QUANTILE)
     if median > TRUSTED_WITHIN:
         return round(median, 2)
-    return round(high, 2) if high < 1 / TRUSTED_WITHIN else 1.0
+    # (jobs that ran almost nothing, a batch that failed at once, must not make every estimate zero)
+    return max(round(high, 2), MIN_FACTOR) if high < 1 / TRUSTED_WITHIN else 1.0
 
 
 Corrections = tuple[float, dict[str, float]]  # the factor for every estimate; the teams' own, where known

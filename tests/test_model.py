@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields, replace
 
 import pytest
@@ -38,3 +39,11 @@ def test_a_runtime_history_gives_one_team_per_ratio_or_none() -> None:
     assert RuntimeHistory((1.0, 2.0)).teams == ()  # a pool that does not say whose jobs they were
     with pytest.raises(ValueError, match="1 teams for 2 ratios; give one team per ratio, or none"):
         RuntimeHistory((1.0, 2.0), ("a",))
+
+
+@pytest.mark.parametrize("bad", [-0.5, math.inf, math.nan])
+def test_a_runtime_history_holds_finite_ratios(bad: float) -> None:
+    with pytest.raises(ValueError, match="every ratio must be a finite number >= 0"):
+        RuntimeHistory((1.0, bad))
+    with pytest.raises(ValueError, match="every ratio must be a finite number >= 0"):
+        RuntimeHistory((1.0,), (), (("a", (bad,)),))

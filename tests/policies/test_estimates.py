@@ -326,3 +326,21 @@ def test_a_deadline_job_past_its_estimate_is_switched_by_what_jobs_that_ran_as_f
     policy = BursterPolicy(COST, BursterParams(correct_estimates=False))
     launches = [a for a in policy.decide(snap).actions if isinstance(a, Launch)]
     assert [(a.offering, a.job_id) for a in launches] == ([(OD, "dl")] if switched else [])
+
+
+def test_estimates_that_ran_almost_nothing_never_correct_to_zero() -> None:
+    """Three jobs in four ran under 0.5 % of a 7-day limit (or a batch failed at once): the factor
+    stops at MIN_FACTOR, so no estimate becomes zero and decide() goes on (it divided by the
+    factor rounded to 0.00 and raised in every pass)."""
+    from policies.estimates import MIN_FACTOR, runtime_correction
+
+    assert runtime_correction((0.003,) * 100 + (0.5,) * 20) == MIN_FACTOR
+    assert runtime_correction((0.0,) * 30) == MIN_FACTOR
+    own = (("ml", (0.003,) * 100 + (0.5,) * 20),)
+    job = Demand("j", 1, NOW, 604_800.0, team="ml", gpu_model="V100")
+    for ratios, teams, by_team in (((1.0,) * 30, ("ml",) * 30, own), ((0.004,) * 20 + (0.2,) * 6, (), ())):
+        snap = Snapshot(NOW, (job,), (), (PoolNode("p0", "V100", 8, 0),), (), (), runtime_ratios=ratios,
+                        runtime_ratio_teams=teams, team_runtime_ratios=by_team)
+        assert corrected(snap, runtime_corrections(ratios, by_team)).pending[0].est_runtime_s == \
+            pytest.approx(604_800.0 * MIN_FACTOR)
+        assert BursterPolicy().decide(snap).actions == ()
