@@ -68,8 +68,8 @@ class BursterPolicy:
         actions += stopping + enforce_team_budgets(snapshot, p.guards, p.reclaim.tick_s, stopping)
         actions += handle_interruptions(snapshot)
         slots = NodeRoom(snapshot, p.guards.max_nodes)  # under the node cap: switches first, then bursts
-        actions += slots.keep(switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s,
-                                                     price_risk=p.risk_switch))
+        switches = switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s, price_risk=p.risk_switch)
+        actions += slots.keep(switches)
         wakes: list[datetime] = [overrun_wake] if overrun_wake is not None else []
         warm = standby(snapshot, self.cost, p.standby)
         if warm.next_change is not None:
@@ -107,7 +107,8 @@ class BursterPolicy:
             # protected nodes can't be checkpointed: launching a job's new nodes would only idle them
             keep = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain)) \
                 | p.guards.protected_node_ids | {n.node_id for n in snapshot.cloud_nodes if n.protected}
-            actions += consolidate(snapshot, self.cost, p.burst, keep, room=slots)
+            switched = frozenset(a.job_id for a in switches if isinstance(a, Launch | Checkpoint) and a.job_id)
+            actions += consolidate(snapshot, self.cost, p.burst, keep, room=slots, skip_jobs=switched)
         if p.exclusive_nodes:
             actions = [replace(a, exclusive=True) if isinstance(a, Launch) else a for a in actions]
         plan = apply_guards(Plan(tuple(_dedupe(actions)), held_back=tuple(slots.held)), snapshot, p.guards)

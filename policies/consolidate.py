@@ -31,8 +31,10 @@ from policies.offers import OfferBook, offer_book
 
 
 def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
-                skip: frozenset[str] = frozenset(), *, room: NodeRoom | None = None) -> list[Action]:
-    """Launches of cheaper nodes for running cloud jobs (on none of the ``skip`` nodes), and the
+                skip: frozenset[str] = frozenset(), *, room: NodeRoom | None = None,
+                skip_jobs: frozenset[str] = frozenset()) -> list[Action]:
+    """Launches of cheaper nodes for running cloud jobs (on none of the ``skip`` nodes, none of the
+    ``skip_jobs``: e.g. switched to on-demand in this pass), and the
     checkpoints that move a job once the nodes launched for it are all up. A move's launch that the
     node cap leaves no ``room`` for is held back there (with the cap full, or its slots kept for a
     launch held back before, none is worked out)."""
@@ -43,7 +45,7 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     out: list[Action] = []
     candidates: list[tuple[Placement, Offering]] = []
     for p in snapshot.running:
-        if not p.on_cloud:
+        if not p.on_cloud or p.job.job_id in skip_jobs:
             continue
         current = ready.get(p.node_ids[0])
         if current is None or any(i in skip or (i not in ready or ready[i].key != current.key) for i in p.node_ids):

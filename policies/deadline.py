@@ -92,9 +92,14 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
                    f"+ margin {margin_s:.0f}s")
         if launched is None:
             launched = launched_for_running(snapshot)
-        mine = launched.get(job.job_id)
-        if mine is not None:
-            if all(n.state is NodeState.READY for n in mine):
+        mine = launched.get(job.job_id, [])
+        to_spot = tuple(sorted(n.node_id for n in mine if n.offering.market is not Market.ON_DEMAND))
+        if to_spot:  # a move to cheaper spot under way would leave it behind on spot again: dropped
+            out.append(Terminate(to_spot, request_id=request_id("drop-move", job.job_id, *to_spot),
+                                 reason=f"{why}: drop its move to spot ({', '.join(to_spot)}) for on-demand"))
+        demand = [n for n in mine if n.offering.market is Market.ON_DEMAND]
+        if demand:
+            if all(n.state is NodeState.READY for n in demand):
                 out += _checkpoints(p, snapshot, cost, f"{why}: its on-demand nodes are up, move it there")
             continue  # its nodes are booting (or being moved onto): wait for them
         book = book or offer_book(snapshot, cost)

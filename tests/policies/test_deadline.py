@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, Snapshot
-from burster.plan import Checkpoint, Launch
+from burster.plan import Checkpoint, Launch, Terminate
 from policies.cost import CostModel, CostParams
 from policies.deadline import switch_behind_schedule
 
@@ -81,3 +83,44 @@ def test_no_risk_move_when_the_risk_is_cheap_or_a_notice_saves_the_work() -> Non
     aws_spot = Offering("aws", "us-east-1", "use1-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
     assert switch_behind_schedule(started_on_spot(offering=aws_spot), RISKY, MARGIN, price_risk=True) == []
     assert switch_behind_schedule(started_on_spot(JobClass.BEST_EFFORT), RISKY, MARGIN, price_risk=True) == []
+
+
+@pytest.mark.parametrize("move_state", [NodeState.LAUNCHING, NodeState.READY])
+def test_a_job_behind_on_spot_drops_a_move_to_cheaper_spot_for_on_demand(move_state: NodeState) -> None:
+    """A move to a cheaper spot pool was under way (consolidation's node for the job) when the job
+    fell behind: the switch does not take that spot node for its on-demand one (it would be behind
+    there again, a second changeover later); it drops the move and launches on-demand, and the
+    same pass does not move the job onto the spot node either."""
+    from policies.burster import BursterPolicy
+
+    cheap = Offering("aws", "us-west-2", "usw2-az2", "p3.2xlarge", "V100", 1, Market.SPOT, 0.5)
+    job = Demand("dl", 1, NOW - timedelta(hours=1), 3600.0, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(seconds=3600 + 600))  # 600 s of slack: behind
+    running = (Placement(job, ("old",), NOW, True, Market.SPOT, SPOT.price_per_hour_usd),)
+    nodes = (Node("old", SPOT, NodeState.READY, NOW - timedelta(minutes=3), "r0", job_id="dl", for_job="dl"),
+             Node("move", cheap, move_state, NOW - timedelta(seconds=200), "r1", for_job="dl",
+                  idle_since=NOW if move_state is NodeState.READY else None))
+    snap = Snapshot(NOW, (), running, (), nodes, (SPOT, cheap, OD))
+    plan = BursterPolicy(COST).decide(snap)
+    (drop,) = [a for a in plan.actions if isinstance(a, Terminate)]
+    assert drop.node_ids == ("move",) and "drop its move to spot (move) for on-demand" in drop.reason
+    (launch,) = plan.launches
+    assert launch.job_id == "dl" and launch.offering == OD
+    assert not [a for a in plan.actions if isinstance(a, Checkpoint)]
+
+
+def test_a_job_switched_to_on_demand_gets_no_move_to_cheaper_spot_in_the_same_pass() -> None:
+    """The risk switch launches on-demand for a job on a risky spot pool (a 30 s notice: no time to
+    checkpoint); consolidation, later in the same pass, must not also launch a cheaper spot node for
+    it (two nodes for one job: one idles and bills, and the switch is undone if it lands on spot)."""
+    from policies.burster import BursterPolicy
+
+    gcp = Offering("gcp", "us-central1", "us-central1-a", "n1-v100-1", "V100", 1, Market.SPOT, 2.0)
+    cheap = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
+    job = Demand("dl", 1, NOW - timedelta(minutes=10), 3 * 3600.0, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(seconds=3 * 3600 + 1700))
+    running = (Placement(job, ("old",), NOW, True, Market.SPOT, gcp.price_per_hour_usd),)
+    node = Node("old", gcp, NodeState.READY, NOW - timedelta(minutes=3), "rq", job_id="dl", for_job="dl")
+    snap = Snapshot(NOW + timedelta(seconds=60), (), running, (), (node,), (gcp, cheap, OD))
+    plan = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.01))).decide(snap)
+    assert [(a.job_id, a.offering) for a in plan.launches] == [("dl", OD)]
