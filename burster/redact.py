@@ -15,6 +15,15 @@ def redact(text: str) -> str:
     return _QUERY.sub("?***", _USERINFO.sub(r"\1***@", text))
 
 
+def redact_url(url: str) -> str:
+    """A whole URL given on its own (a store or controller URL), its credentials masked whatever
+    the password holds (quotes, spaces, slashes: all but the host after the last "@" go)."""
+    scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest:
+        url = f"{scheme}://***@{rest.rpartition('@')[2]}"
+    return redact(url)
+
+
 def redact_value(value: object) -> object:
     """``value`` with every string in it (also inside lists and maps) passed through ``redact``."""
     if isinstance(value, str):

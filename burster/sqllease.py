@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from burster.clock import utc_now
@@ -33,16 +33,22 @@ class Lease:
         self.renewed_at: datetime | None = None
 
     def take(self, conn: Connection) -> None:
-        """Take the cluster (in ``conn``'s transaction), unless another controller holds it."""
+        """Take the cluster (in ``conn``'s transaction), unless another controller holds it. One
+        conditional statement takes it (a lapsed or own row updated, else a new row inserted), so of
+        two controllers taking it at once one is refused: the database decides, not a read before."""
         now = self.now()
-        row = conn.execute(select(leases).where(leases.c.cluster == self.cluster).with_for_update()).first()
+        row = conn.execute(select(leases).where(leases.c.cluster == self.cluster)).first()
         if row is not None and row.holder != self.holder and row.expires_at > now:
             raise StoreError(self._held(row.holder, row.expires_at))
-        conn.execute(delete(leases).where(leases.c.cluster == self.cluster))
-        try:
-            conn.execute(insert(leases).values(cluster=self.cluster, holder=self.holder, expires_at=now + self.length))
-        except IntegrityError as err:  # another controller took it in the meantime
-            raise StoreError(self._held("another controller", now + self.length)) from err
+        until = now + self.length
+        mine_now = or_(leases.c.expires_at <= now, leases.c.holder == self.holder)
+        taken = conn.execute(update(leases).where(leases.c.cluster == self.cluster, mine_now)
+                             .values(holder=self.holder, expires_at=until)).rowcount
+        if taken != 1:
+            try:
+                conn.execute(insert(leases).values(cluster=self.cluster, holder=self.holder, expires_at=until))
+            except IntegrityError as err:  # another controller took it in the meantime
+                raise StoreError(self._held("another controller", until)) from err
         self.renewed_at = now
 
     @property

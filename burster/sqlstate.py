@@ -25,7 +25,7 @@ from burster.errors import ConfigError, StoreError
 from burster.lifecycle import NodeState
 from burster.model import CheckpointTicket, Interruption, Offering
 from burster.plan import Launch
-from burster.redact import redact
+from burster.redact import redact, redact_url
 from burster.sqllease import LEASE_S, Lease
 from burster.sqlschema import (
     blocks,
@@ -95,7 +95,7 @@ class SqlState(MemoryState):
         try:
             engine = create_engine(url)
         except (SQLAlchemyError, ImportError) as err:
-            raise ConfigError(f"store.url {redact(url)!r} is not a database URL SQLAlchemy can use "
+            raise ConfigError(f"store.url {redact_url(url)!r} is not a database URL SQLAlchemy can use "
                               f"({_why(err)}); e.g. sqlite:///burster.db or "
                               "postgresql+psycopg2://user@host/db (pip install 'burster[postgres]')") from err
         try:
@@ -109,10 +109,10 @@ class SqlState(MemoryState):
             return cls(engine, cluster, lease, history)
         except SQLAlchemyError as err:
             engine.dispose()
-            raise StoreError(f"state store {redact(url)!r} cannot be opened: {_why(err)}") from err
+            raise StoreError(f"state store {redact_url(url)!r} cannot be opened: {_why(err)}") from err
         except StoreError as err:
             engine.dispose()
-            raise StoreError(f"state store {redact(url)!r}: {err}") from err
+            raise StoreError(f"state store {redact_url(url)!r}: {err}") from err
 
     @property
     def empty(self) -> bool:
@@ -152,6 +152,7 @@ class SqlState(MemoryState):
     def put_intent(self, launch: Launch) -> None:
         """Kept at once, before the cloud is called (the crash-recovery contract)."""
         lease = self._writable()
+        before = self.intents.get(launch.request_id)  # standing since an earlier try (a timeout): it stays
         super().put_intent(launch)
         try:
             with self.engine.begin() as conn:
@@ -161,13 +162,19 @@ class SqlState(MemoryState):
                 conn.execute(insert(intents).values(cluster=self.cluster, request_id=launch.request_id,
                                                     launch=json.dumps(launch_json(launch))))
         except StoreError:
-            self.intents.pop(launch.request_id, None)
+            self._put_back_intent(launch.request_id, before)
             raise
         except SQLAlchemyError as err:  # not launched: a launch the store cannot recover is not made
-            self.intents.pop(launch.request_id, None)
+            self._put_back_intent(launch.request_id, before)
             raise StoreError(f"state store {redact(str(self.engine.url))!r}: could not keep the launch intent "
                              f"{launch.request_id}, so it was not launched: {_why(err)}") from err
         self._saved.setdefault("intents", {})[launch.request_id] = launch
+
+    def _put_back_intent(self, request_id: str, before: Launch | None) -> None:
+        if before is None:
+            self.intents.pop(request_id, None)
+        else:
+            self.intents[request_id] = before
 
     def add_node(self, rec: NodeRecord) -> None:
         if rec.node_id not in self.nodes:

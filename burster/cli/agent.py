@@ -19,7 +19,7 @@ from typing import Any
 from burster.cli import finite_float
 from burster.clock import utc_now
 from burster.errors import ConfigError, ProviderError, TransientError
-from burster.redact import redact
+from burster.redact import redact_url
 
 EXIT_NO_GPU = 3
 MAX_AGENT_SECONDS = 86_400.0  # --interval and --timeout: at most a day
@@ -67,9 +67,10 @@ class Controller:
             parts = urllib.parse.urlsplit(url)
             port = parts.port
         except ValueError:  # urllib's text may quote a piece of the password
-            raise ConfigError(f"--controller {redact(url)!r} is not a valid URL (bad port or IPv6 address)") from None
+            raise ConfigError(f"--controller {redact_url(url)!r} is not a valid URL "
+                              "(bad port or IPv6 address)") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"--controller must be an http:// or https:// URL with a host, got {redact(url)!r}")
+            raise ConfigError(f"--controller must be an http:// or https:// URL with a host, got {redact_url(url)!r}")
         host = parts.hostname + (f":{port}" if port else "")
         path = parts.path.rstrip("/") + INVENTORY_PATH
         self.url = urllib.parse.urlunsplit((parts.scheme, host, path, parts.query, ""))

@@ -147,13 +147,13 @@ def main(args: argparse.Namespace) -> int:
 def _store(url: str, cluster: str) -> Any:
     """A new cluster's state in the database at ``url``: a simulation starts from nothing, and what a
     controller (or an earlier simulation) kept there would be taken for its own live nodes."""
-    from burster.redact import redact
+    from burster.redact import redact_url
     from burster.sqlstate import SqlState
 
     state = SqlState.open(url, cluster)
     if not state.empty:
         state.close()
-        raise ConfigError(f"--store {redact(url)!r} already holds state for cluster {cluster!r}: give a new "
+        raise ConfigError(f"--store {redact_url(url)!r} already holds state for cluster {cluster!r}: give a new "
                           "database, or a new cluster name with --config ([controller] cluster = \"...\")")
     return state
 

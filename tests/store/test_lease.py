@@ -87,3 +87,35 @@ def test_a_simulation_is_refused_a_cluster_a_controller_writes(sqlite_url: str,
     SqlState.open(sqlite_url)  # a controller holds cluster 'default'
     assert main(["simulate", "--demo", "--days", "0.25", "--store", sqlite_url]) == 2
     assert "is being written by" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("left_behind", ["a lapsed lease", "no lease"])
+def test_of_two_controllers_taking_a_cluster_at_once_one_is_refused(store_url: str, left_behind: str) -> None:
+    """B reads the lease row (lapsed, or none) and, before it writes, A takes the cluster: B's write
+    must not take it over (it used to delete A's new row and insert its own: both held the lease)."""
+    import sqlalchemy as sa
+
+    from burster.sqllease import Lease
+    from burster.sqlschema import leases, upgrade
+
+    engine = sa.create_engine(store_url)
+    upgrade(engine)
+    wall = Wall()
+    with engine.begin() as conn:
+        conn.execute(sa.delete(leases))
+        if left_behind == "a lapsed lease":
+            conn.execute(sa.insert(leases).values(cluster="default", holder="dead:1:x",
+                                                  expires_at=wall() - timedelta(minutes=5)))
+    a, b = Lease("default", now=wall), Lease("default", now=wall)
+    with engine.connect() as b_conn:
+
+        def a_takes_it_first(conn: object, cursor: object, statement: str, *args: object) -> None:
+            if statement.lstrip().upper().startswith(("UPDATE", "INSERT")) and a.renewed_at is None:
+                with engine.begin() as a_conn:
+                    a.take(a_conn)
+        sa.event.listen(b_conn, "before_cursor_execute", a_takes_it_first)
+        with pytest.raises(StoreError, match="being written by another controller"), b_conn.begin():
+            b.take(b_conn)
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(leases.c.holder)).scalars().all() == [a.holder]
+    engine.dispose()

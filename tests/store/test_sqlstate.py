@@ -313,3 +313,27 @@ def test_records_left_out_of_the_load_come_back_when_a_pass_needs_them(store_url
     kept.close()
     again = SqlState.read(store_url)
     assert sorted(again.nodes) == ["n-new", "n-old-1", "n-old-2"] and len(again.ledger) == 3
+
+
+def test_an_intent_standing_from_an_earlier_try_outlives_a_failed_write_of_it_again(store_url: str) -> None:
+    """A launch that timed out keeps its intent and is tried again next pass; if writing the same
+    intent then fails, the standing one stays (in memory and so in the database): it used to be
+    dropped, and the next commit deleted its row, so the nodes of the timed-out call lost their job."""
+    import sqlalchemy as sa
+
+    launch = Launch(SPOT, 2, "burst for job-7", "req-job7", job_id="job-7", team="vision")
+    sql = SqlState.open(store_url)
+    sql.put_intent(launch)
+    sql.commit()
+    engine = sa.create_engine(store_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE burster_intents RENAME TO burster_intents_away")
+    with pytest.raises(StoreError, match="could not keep the launch intent req-job7, so it was not launched"):
+        sql.put_intent(launch)
+    assert sql.intents == {"req-job7": launch}
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE burster_intents_away RENAME TO burster_intents")
+    engine.dispose()
+    sql.commit()
+    sql.close()
+    assert SqlState.read(store_url).intents == {"req-job7": launch}
