@@ -193,16 +193,18 @@ class SqlState(MemoryState):
 
     def commit(self) -> None:
         """Write what changed since the last commit, in one transaction; nothing when nothing did
-        (StoreError if it fails: nothing of it is written, and the next commit writes it all)."""
+        (StoreError if it fails: the next commit writes it all again, and each step may be made
+        again: a commit that went through but whose reply was lost does not block later ones)."""
         steps: list[tuple[Any, list[dict[str, Any]] | None]] = []
         if self._dirty:
             ids = sorted(self._dirty)
             steps += [(delete(nodes).where(nodes.c.cluster == self.cluster, nodes.c.node_id.in_(ids)), None),
                       (insert(nodes), [self._node_row(self.nodes[i]) for i in ids])]
         new = self.ledger[self._saved_ledger:]
-        if new:
+        if new:  # (rows a commit wrote whose reply was lost go first: each step may be made again)
             first = self._ledger_seq0 + self._saved_ledger
-            steps.append((insert(ledger), [_ledger_row(self.cluster, first + k, e) for k, e in enumerate(new)]))
+            steps += [(delete(ledger).where(ledger.c.cluster == self.cluster, ledger.c.seq >= first), None),
+                      (insert(ledger), [_ledger_row(self.cluster, first + k, e) for k, e in enumerate(new)])]
         saved: dict[str, Any] = {"intents": dict(self.intents), "tickets": dict(self.tickets),
                                  "blocks": self._blocks(), "failed": dict(self.failed_requests),
                                  "notices": dict(self.notices), "watched": dict(self.watched)}
@@ -321,9 +323,10 @@ class SqlState(MemoryState):
         table, key, row = _KEYED[name]
         steps: list[tuple[Any, list[dict[str, Any]] | None]] = []
         stale = [k for k in before if now.get(k, _GONE) != before[k]]
-        if stale:
-            steps.append((delete(table).where(table.c.cluster == self.cluster, key.in_(stale)), None))
         fresh = [k for k in now if before.get(k, _GONE) != now[k]]
+        gone = sorted(set(stale) | set(fresh))  # a fresh row a lost-reply commit wrote goes too
+        if gone:
+            steps.append((delete(table).where(table.c.cluster == self.cluster, key.in_(gone)), None))
         if fresh:
             steps.append((insert(table), [{"cluster": self.cluster, key.name: k, **row(now[k])} for k in fresh]))
         return steps

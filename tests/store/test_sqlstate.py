@@ -337,3 +337,34 @@ def test_an_intent_standing_from_an_earlier_try_outlives_a_failed_write_of_it_ag
     sql.commit()
     sql.close()
     assert SqlState.read(store_url).intents == {"req-job7": launch}
+
+
+def test_a_commit_whose_reply_was_lost_does_not_block_the_later_ones(store_url: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The database committed but the reply was lost (a reset at the acknowledgement): the store
+    takes it for not written, and the next commit writes it all again. Each step may be made again,
+    so that commit goes through (it failed on the ledger's and the keyed tables' keys, and so did
+    every commit after it, while launches went on)."""
+    import importlib
+
+    import sqlalchemy.engine.default as default
+
+    sql = SqlState.open(store_url)
+    _ended(sql, "n1", T0, "vision", "0.50")
+    sql.failed_requests["req-9"] = 1
+    real = default.DefaultDialect.do_commit
+    dbapi = importlib.import_module("sqlite3" if store_url.startswith("sqlite") else "psycopg2")
+
+    def commit_then_lose_the_reply(self: object, dbapi_connection: object) -> None:
+        real(self, dbapi_connection)  # type: ignore[arg-type]
+        monkeypatch.setattr(default.DefaultDialect, "do_commit", real)
+        raise dbapi.OperationalError("server closed the connection unexpectedly")
+    monkeypatch.setattr(default.DefaultDialect, "do_commit", commit_then_lose_the_reply)
+    with pytest.raises(StoreError, match="could not write this pass"):
+        sql.commit()
+    sql.failed_requests["req-10"] = 1
+    sql.commit()
+    sql.close()
+    back = SqlState.read(store_url)
+    assert [e.node_id for e in back.ledger] == ["n1"] and back.spent_usd == 0.5
+    assert back.failed_requests == {"req-9": 1, "req-10": 1} and list(back.nodes) == ["n1"]
