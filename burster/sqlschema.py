@@ -168,13 +168,29 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 
 
 def upgrade(engine: Engine) -> None:
-    """Bring the database's schema to the newest migration (Alembic ``upgrade head``)."""
+    """Bring the database's schema to the newest migration (Alembic ``upgrade head``), all of it
+    in one transaction: an upgrade cut short leaves the schema as it was, SQLite too (whose
+    Python driver would otherwise run each CREATE TABLE outside any transaction, keeping half an
+    upgrade that no later one could finish)."""
     from alembic import command
 
     cfg = _alembic_config()
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+    with engine.connect() as conn:
+        sqlite = conn.connection.dbapi_connection if engine.dialect.name == "sqlite" else None
+        manual = getattr(sqlite, "isolation_level", None)
+        try:
+            if sqlite is not None:
+                sqlite.isolation_level = None  # pysqlite: BEGIN is ours
+                conn.exec_driver_sql("BEGIN")
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+        finally:
+            if sqlite is not None:
+                sqlite.isolation_level = manual
 
 
 def schema_lag(engine: Engine) -> str | None:

@@ -8,6 +8,7 @@ import sys
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -368,3 +369,36 @@ def test_a_commit_whose_reply_was_lost_does_not_block_the_later_ones(store_url: 
     back = SqlState.read(store_url)
     assert [e.node_id for e in back.ledger] == ["n1"] and back.spent_usd == 0.5
     assert back.failed_requests == {"req-9": 1, "req-10": 1} and list(back.nodes) == ["n1"]
+
+
+def test_an_upgrade_cut_short_leaves_the_schema_as_it_was(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process stops after the first table of an upgrade: the next open upgrades from where the
+    schema was (on SQLite the tables already created used to stay, the revision did not move, and
+    every later open failed on "table ... already exists")."""
+    import alembic.op
+    import sqlalchemy as sa
+    from alembic import command
+
+    from burster.sqlschema import _alembic_config
+
+    engine = sa.create_engine(store_url)
+    cfg = _alembic_config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0002")  # a database of the previous revision
+    real, made = alembic.op.create_table, []
+
+    def create_table_then_stop(*args: Any, **kwargs: Any) -> Any:
+        made.append(args[0])
+        if len(made) == 2:
+            raise KeyboardInterrupt("stopped during the upgrade")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(alembic.op, "create_table", create_table_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        SqlState.open(store_url)
+    monkeypatch.setattr(alembic.op, "create_table", real)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == "0002"
+        assert "burster_interruption_notices" not in sa.inspect(conn).get_table_names()
+    engine.dispose()
+    SqlState.open(store_url).close()  # upgraded whole now
