@@ -180,11 +180,14 @@ class Reconciler:
     def _standing_notices(self, new: Sequence[Interruption]) -> tuple[Interruption, ...]:
         """Interruption notices kept (in the state, so across a restart) until their node ends
         (clouds hand each one out once): one whose handling failed this pass, a checkpoint the pool
-        refused, is handled again next pass.
+        refused, is handled again next pass. A node's first notice blocks its offering as a capacity
+        error does (a job it stops is relaunched on another pool, not the one taking nodes back).
         Per node the notice that ends it first; by that end, then node id."""
         standing = self.state.notices
         for n in new:
             kept = standing.get(n.node_id)
+            if kept is None and (rec := self.state.nodes.get(n.node_id)) is not None and self.state.is_live(n.node_id):
+                self._block(rec.offering.key, n.notice_at)  # the pool is being taken back: relaunch elsewhere
             if kept is None or n.terminate_at < kept.terminate_at:
                 standing[n.node_id] = n
         for node_id in [k for k in standing if not self.state.is_live(k)]:

@@ -417,3 +417,19 @@ def test_a_launch_the_cloud_refuses_for_good_blocks_its_offering_and_the_pass_go
     w.clock.advance(10)
     (launch,) = w.rec.run_once().plan.launches
     assert launch.offering == DEAR and [n.offering for n in w.cloud.list_nodes()] == [DEAR]
+
+
+def test_an_interrupted_nodes_job_is_relaunched_on_another_pool() -> None:
+    """A notice blocks the node's offering as a capacity error does: once the job checkpointed and
+    its node went, it bursts again on another offering, not on the pool taking nodes back."""
+    w = World()
+    node_id = _running_on_a_burst_node(w)
+    w.cloud.interrupt(node_id, notice_s=120)
+    w.clock.advance(10)
+    w.rec.run_once()  # asks for the checkpoint
+    assert CHEAP.key in w.rec.state.blocked
+    w.clock.advance(w.pool.checkpoint_s)
+    w.pool.events.run_until(w.clock.now())
+    report = w.rec.run_once()  # the checkpoint is done: drained, terminated, the job requeued and relaunched
+    (again,) = report.plan.launches
+    assert again.job_id == "b" and again.offering == DEAR and not w.rec.state.is_live(node_id)
