@@ -108,7 +108,7 @@ class BursterPolicy:
             keep = frozenset(a.node_id for a in actions if isinstance(a, Checkpoint | Drain)) \
                 | p.guards.protected_node_ids | {n.node_id for n in snapshot.cloud_nodes if n.protected}
             switched = frozenset(a.job_id for a in switches if isinstance(a, Launch | Checkpoint) and a.job_id)
-            actions += consolidate(snapshot, self.cost, p.burst, keep, room=slots, skip_jobs=switched)
+            actions += consolidate(snapshot, self.cost, p.burst, keep, room=slots, skip_jobs=switched, wakes=wakes)
         if p.exclusive_nodes:
             actions = [replace(a, exclusive=True) if isinstance(a, Launch) else a for a in actions]
         plan = apply_guards(Plan(tuple(_dedupe(actions)), held_back=tuple(slots.held)), snapshot, p.guards)

@@ -18,10 +18,10 @@ if its slack keeps the deadline margin after the changeover.
 from __future__ import annotations
 
 import math
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, Offering, Placement, Snapshot
+from burster.model import Demand, Market, Offering, Placement, Snapshot
 from burster.plan import Action, Checkpoint, Launch, request_id
 from policies.burst import BurstParams, choose, slack_s, spot_rework_limit
 from policies.cost import CostModel
@@ -32,12 +32,13 @@ from policies.offers import OfferBook, offer_book
 
 def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
                 skip: frozenset[str] = frozenset(), *, room: NodeRoom | None = None,
-                skip_jobs: frozenset[str] = frozenset()) -> list[Action]:
+                skip_jobs: frozenset[str] = frozenset(), wakes: list[datetime] | None = None) -> list[Action]:
     """Launches of cheaper nodes for running cloud jobs (on none of the ``skip`` nodes, none of the
     ``skip_jobs``: e.g. switched to on-demand in this pass), and the
     checkpoints that move a job once the nodes launched for it are all up. A move's launch that the
     node cap leaves no ``room`` for is held back there (with the cap full, or its slots kept for a
-    launch held back before, none is worked out)."""
+    launch held back before, none is worked out). ``wakes`` (if given) receives the instants a
+    deadline job's choice may turn to a spot pool as its work gets done (``spot_qualifies_at``)."""
     ready = {n.node_id: n.offering for n in snapshot.cloud_nodes
              if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
     book = offer_book(snapshot, cost)
@@ -58,14 +59,14 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         if (room is None or room.open) and _saving_bound(p, current, book, cost, snapshot) > 0:
             candidates.append((p, current))  # (else no offering could pay for a move, or none has room)
     for p, current in sorted(candidates, key=lambda c: (-c[0].price_per_hour_usd, c[0].job.job_id)):
-        launch = _launch_if_it_pays(p, current, cost, params, book, snapshot)
+        launch = _launch_if_it_pays(p, current, cost, params, book, snapshot, wakes)
         if launch is not None and (room is None or room.take(launch)):
             out.append(launch)
     return out
 
 
 def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params: BurstParams, book: OfferBook,
-                       snapshot: Snapshot) -> Launch | None:
+                       snapshot: Snapshot, wakes: list[datetime] | None = None) -> Launch | None:
     key = (p.job.job_id, p.job.attempt, p.job.est_runtime_s, params)
     target = book.targets.get(key, current)
     if target is not None and target.key == current.key and key in book.targets:
@@ -80,6 +81,8 @@ def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params:
         target = choose(job, snapshot.now, cost, params, book)
         if _target_holds(job, snapshot, cost, params):
             book.targets[key] = target
+        elif wakes is not None and (at := spot_qualifies_at(job, snapshot.now, cost, params, book)) is not None:
+            wakes.append(at)
     if target is None or target.key == current.key:
         return None
     saved = _stay_usd(job, current, cost) - _move_usd(job, p, target, cost, snapshot)
@@ -96,6 +99,24 @@ def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params:
         job_id=job.job_id, team=job.team, project=job.project, sprint=job.sprint,
         est_hours=(job.remaining_s + cost.p.launch_latency_s) / 3600.0,
     )
+
+
+def spot_qualifies_at(job: Demand, now: datetime, cost: CostModel, params: BurstParams,
+                      book: OfferBook) -> datetime | None:
+    """When the next spot pool for a running deadline job comes within its rework limit: the limit,
+    room over remaining work (``spot_rework_limit``), grows as the work gets done, so a pool whose
+    rework fraction f is above it now qualifies once remaining = room / f. None: none ever will."""
+    limit = spot_rework_limit(job, now, cost, params)
+    if not 0.0 < limit < math.inf or params.market_order:
+        return None
+    spots = (o for o in book.offerings
+             if o.market is Market.SPOT and (not job.gpu_model or o.gpu_model == job.gpu_model))
+    fractions = (cost.rework_fraction(o, job.checkpoint_interval_s, cost.nodes_for(job, o)) for o in spots)
+    above = [f for f in fractions if f > limit]
+    if not above:
+        return None
+    room = limit * job.remaining_s
+    return now + timedelta(seconds=job.remaining_s - room / min(above))
 
 
 def _target_holds(job: Demand, snapshot: Snapshot, cost: CostModel, params: BurstParams) -> bool:

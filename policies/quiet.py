@@ -7,7 +7,9 @@ time-dependent quantity they use moves in lockstep:
   queued job shrinks at the same rate as its expected wait); the wait cost only shrinks;
 - a running job's deadline slack is constant (its remaining work shrinks as the clock moves);
   "almost done" and the savings of moving a job back on-prem or to cheaper cloud capacity only turn
-  actions *off* as time passes;
+  actions *off* as time passes; but its spot rework limit (slack over remaining work) grows, so a
+  spot pool may come to qualify for a move: consolidation names that instant
+  (``consolidate.spot_qualifies_at``);
 - a booting node, a checkpoint in flight and a standing interruption notice (its node already
   checkpointing: an empty plan means every notice is handled) change only by events;
 so an empty plan stays empty until an event (arrival, finish, node up or joined, checkpoint done,

@@ -164,3 +164,28 @@ def test_a_deadline_jobs_move_is_weighed_afresh_as_its_work_gets_done() -> None:
     (move,) = seen.decide(late).launches
     assert move.offering == spot and move.job_id == "dl"
     assert policy().decide(late).launches == (move,)
+
+
+def test_an_empty_plan_wakes_when_a_spot_pool_comes_within_a_deadline_jobs_rework_limit() -> None:
+    """A deadline job on on-demand: its rework limit (room over remaining work) grows as the work
+    gets done, and a spot pool above it now qualifies at the instant remaining = room / fraction.
+    The empty plan's quiet_until names that instant (the simulator skipped the move by hours)."""
+    spot = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
+    od = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
+    cost = CostModel(CostParams(interruption_rates={spot.key: 2.0}))  # rework 2 x 300 s / 3600 s = 1/6
+    left_s = 3 * 3600.0
+    job = Demand("dl", 1, NOW - timedelta(minutes=10), left_s, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(seconds=left_s + 2760))  # room 1,200 s: qualifies at 7,200 s left
+    running = (Placement(job, ("od-1",), NOW, True, Market.ON_DEMAND, od.price_per_hour_usd),
+               Placement(Demand("hog", 8, NOW - timedelta(hours=1), 30 * 3600.0, gpu_model="V100"), ("onprem-0",),
+                         NOW - timedelta(hours=1), False, Market.RESERVED))
+    node = Node("od-1", od, NodeState.READY, NOW - timedelta(minutes=3), "rq", job_id="dl", for_job="dl")
+
+    def at(s: float) -> Snapshot:
+        return Snapshot(NOW + timedelta(seconds=s), (), running, (PoolNode("onprem-0", "V100", 8, 0),), (node,),
+                        (spot, od))
+    plan = BursterPolicy(cost).decide(at(0))
+    assert not plan.actions and plan.quiet_until == NOW + timedelta(seconds=3600)
+    assert not BursterPolicy(cost).decide(at(3590)).actions
+    (move,) = BursterPolicy(cost).decide(at(3610)).launches
+    assert move.offering == spot and move.job_id == "dl"
