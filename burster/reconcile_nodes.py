@@ -99,9 +99,10 @@ class NodeBook:
         failed) that a listing shows, and live ones it shows stopping or stopped outside the
         controller (a stopped VM bills its disks until it is terminated). An ended record listed
         running is charged up to each such listing, and up to the first that leaves it out (as a
-        live node is) unless the controller's terminate of it went through first (``terminated_stray``); it is a stray a
-        grace after its first recorded end, or at once if listings had left it out (taken for
-        gone). What is watched is in the state (``MemoryState.watched``), so a restart keeps it."""
+        live node is) unless the controller's terminate of it went through first
+        (``terminated_stray``), or to its end if a listing shows it ended; it is a stray a grace
+        after its first recorded end, or at once if listings had left it out (taken for gone). What
+        is watched is in the state (``MemoryState.watched``), so a restart keeps it."""
         records = self.state.nodes
         unknown = [n.node_id for ns in listed.values() for n in ns if n.node_id not in records]
         if unknown:

@@ -23,12 +23,7 @@ from datetime import datetime, timedelta
 
 from burster.budget_period import PERIODS, period_start
 from burster.clock import Clock
-from burster.errors import (
-    ConfigError,
-    PartialLaunchError,
-    ProviderError,
-    TransientError,
-)
+from burster.errors import ConfigError, PartialLaunchError, ProviderError, TransientError
 from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
 from burster.lifecycle import NodeState
 from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Placement, Signal, Snapshot, Spend
@@ -186,7 +181,8 @@ class Reconciler:
         standing = self.state.notices
         for n in new:
             kept = standing.get(n.node_id)
-            if kept is None and (rec := self.state.nodes.get(n.node_id)) is not None and self.state.is_live(n.node_id):
+            rec = self.state.nodes.get(n.node_id)
+            if kept is None and rec is not None and self.state.is_live(n.node_id):
                 self._block(rec.offering.key, n.notice_at)  # the pool is being taken back: relaunch elsewhere
             if kept is None or n.terminate_at < kept.terminate_at:
                 standing[n.node_id] = n
@@ -327,6 +323,7 @@ class Reconciler:
                                   "request id", provider=a.offering.provider, offering_key=a.offering.key)
             if a.job_id is not None:  # a gang runs on all its nodes or none
                 self._give_back(live, f"the rest of {a.job_id}'s gang ended before it started", gone)
+            self.state.failed_requests[base] = tries + 1
             raise gone
         return len(live)
 

@@ -4,6 +4,7 @@ terminate EC2 refuses is made again, and the instance does go."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ pytest.importorskip("moto", reason="the AWS tests need moto[server] and boto3 (d
 
 from burster.clock import FakeClock
 from burster.lifecycle import NodeState
+from burster.model import Node
 from burster.reconciler import Reconciler
 from policies.burster import BursterParams, BursterPolicy
 from policies.reclaim import ReclaimParams
@@ -19,17 +21,23 @@ from providers.sim.pool import SimPool
 from tests.providers import harness_aws as h
 
 
-def test_an_idle_instance_whose_terminate_ec2_refused_is_terminated_next_pass() -> None:
+def _adopted_idle_instance(request_id: str, idle_ttl_s: float) -> tuple[Any, Any, Node, FakeClock, Reconciler]:
+    """(backend, provider, node, clock, reconciler): an idle instance launched over moto, adopted."""
     b = h.backend()
     b.proxy.reset()
     provider = h.make_provider(b)
-    (node,) = provider.launch(h.offering(), 1, request_id="prewarm-1")
+    (node,) = provider.launch(h.offering(), 1, request_id=request_id)
     assert node.launched_at is not None
     clock = FakeClock(node.launched_at + timedelta(seconds=10))
-    policy = BursterPolicy(params=BursterParams(reclaim=ReclaimParams(idle_ttl_s=120, move_back=False)))
+    policy = BursterPolicy(params=BursterParams(reclaim=ReclaimParams(idle_ttl_s=idle_ttl_s, move_back=False)))
     pool = SimPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
     rec = Reconciler(providers={"aws": provider}, pool=pool, policy=policy, clock=clock)
     rec.run_once()  # adopts the idle instance
+    return b, provider, node, clock, rec
+
+
+def test_an_idle_instance_whose_terminate_ec2_refused_is_terminated_next_pass() -> None:
+    b, provider, node, clock, rec = _adopted_idle_instance("prewarm-1", idle_ttl_s=120)
     clock.advance(3600)
     b.proxy.fail_next("TerminateInstances", "UnauthorizedOperation",
                       "You are not authorized to perform this operation.", 403)
@@ -52,16 +60,7 @@ def test_an_instance_stopped_outside_the_controller_is_terminated() -> None:
     """A guest `shutdown -h` (EC2's default shutdown behaviour is stop) or a scheduled retirement
     stops an instance: it still exists and bills its volumes, so the controller terminates it and
     bills it up to then; it used to take it for ended and leave it stopped for good."""
-    b = h.backend()
-    b.proxy.reset()
-    provider = h.make_provider(b)
-    (node,) = provider.launch(h.offering(), 1, request_id="prewarm-stop")
-    assert node.launched_at is not None
-    clock = FakeClock(node.launched_at + timedelta(seconds=10))
-    policy = BursterPolicy(params=BursterParams(reclaim=ReclaimParams(idle_ttl_s=7200, move_back=False)))
-    pool = SimPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
-    rec = Reconciler(providers={"aws": provider}, pool=pool, policy=policy, clock=clock)
-    rec.run_once()  # adopts the idle instance
+    b, _, node, clock, rec = _adopted_idle_instance("prewarm-stop", idle_ttl_s=7200)
     b.client("ec2").stop_instances(InstanceIds=[node.node_id])
     clock.advance(600)
     report = rec.run_once()

@@ -368,6 +368,14 @@ def test_preempting_a_cloud_job_a_finished_one_or_an_unknown_one_does_nothing() 
     assert all(p.stopping_at is None for p in pool.running())
 
 
+def _starts_by(pool: SimPool, events: EventQueue, until: datetime) -> dict[str, float]:
+    """Run the pool's events (scheduling after each) up to ``until``; each job's first start, s after T0."""
+    while (t := events.next_time()) is not None and t <= until:
+        events.run_until(t)
+        pool.schedule(t)
+    return {k: (v - T0).total_seconds() for k, v in pool.metrics.first_start.items()}
+
+
 @pytest.mark.parametrize("never_fits", [None, "A100", "gang"])
 def test_a_job_the_reserved_nodes_can_never_run_does_not_take_the_heads_reservation(never_fits: str | None) -> None:
     """EASY backfill reserves for the first queued job that can run on the reserved nodes: one that
@@ -387,10 +395,7 @@ def test_a_job_the_reserved_nodes_can_never_run_does_not_take_the_heads_reservat
     pool.submit(Demand("Y", 16, at, 600.0, nodes=2, gpu_model="V100"), at)  # the head: both nodes
     pool.submit(Demand("Z", 8, at, 5000.0, gpu_model="V100"), at)  # long, behind it
     pool.schedule(at)
-    while (t := events.next_time()) is not None and t <= T0 + timedelta(hours=3):
-        events.run_until(t)
-        pool.schedule(t)
-    starts = {k: (v - T0).total_seconds() for k, v in pool.metrics.first_start.items()}
+    starts = _starts_by(pool, events, T0 + timedelta(hours=3))
     assert starts["Y"] == 200.0 and starts["Z"] == 800.0
 
 
@@ -407,13 +412,8 @@ def test_a_backfilled_job_never_takes_the_node_the_head_is_reserved_on() -> None
     pool.schedule(T0)
     for name, gpus, run_s, at_s in (("H", 8, 100.0, 60), ("C", 4, 5000.0, 61)):
         at = T0 + timedelta(seconds=at_s)
-        while (t := events.next_time()) is not None and t <= at:
-            events.run_until(t)
-            pool.schedule(t)
+        _starts_by(pool, events, at)
         pool.submit(Demand(name, gpus, at, run_s, gpu_model="V100"), at)
         pool.schedule(at)
-    while (t := events.next_time()) is not None and t <= T0 + timedelta(hours=3):
-        events.run_until(t)
-        pool.schedule(t)
-    starts = {k: (v - T0).total_seconds() for k, v in pool.metrics.first_start.items()}
+    starts = _starts_by(pool, events, T0 + timedelta(hours=3))
     assert starts["C"] == 61.0 and starts["H"] == 100.0
