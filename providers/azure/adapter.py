@@ -224,31 +224,42 @@ class AzureProvider:
             started[name] = (poller, body)
             log.info("azure: creating VM %s (%s, request %s)", name, key, request_id)
         failed: list[str] = []
+        until = time.monotonic() + self._wait_s  # one wait for all of them, not one each
         for name, (poller, body) in started.items():
             try:
-                done[name] = self._await(name, poller, body, offering, request_id, labels)
+                done[name] = self._await(name, poller, body, offering, request_id, labels,
+                                         max(until - time.monotonic(), 0.0))
             except ProviderError as err:
+                if err.retryable:  # the status checks were throttled or failed, not the create: still coming
+                    log.warning("azure: could not follow the create of VM %s (%s); reporting it as launching",
+                                name, err)
+                    done[name] = self._launching(name, offering, request_id, labels)
+                    continue
                 errors[name] = err
                 failed.append(name)
         self._delete_and_wait(failed)
         return errors
 
     def _await(self, name: str, poller: Any, body: dict[str, Any], offering: Offering, request_id: str,
-               labels: Mapping[str, str]) -> Node:
-        """Wait (bounded) for one create; a throttled or broken poll resumes from its continuation token."""
+               labels: Mapping[str, str], wait_s: float) -> Node:
+        """Wait (up to ``wait_s``) for one create; a throttled or broken poll resumes from its
+        continuation token. Raises the create's own failure (a retryable error: the polls')."""
         token = poller.continuation_token()
         first = [poller]
 
         def once() -> tuple[Any, bool]:
             p = first.pop() if first else self._vms.begin_create_or_update(
                 self._rg, name, body, continuation_token=token, polling_interval=self._poll_s)
-            return p.result(timeout=self._wait_s), p.done()
+            return p.result(timeout=wait_s), p.done()
 
         vm, finished = self._call(once, doing=f"creating VM {name} ({offering.key})",
                                   offering_key=offering.key)
         if finished and vm is not None:
             return self._to_node(_wire(vm))
         log.info("azure: VM %s still provisioning after %.0fs; reporting it as launching", name, self._wait_s)
+        return self._launching(name, offering, request_id, labels)
+
+    def _launching(self, name: str, offering: Offering, request_id: str, labels: Mapping[str, str]) -> Node:
         return Node(name, offering, NodeState.LAUNCHING, self._now(), request_id, team=labels.get("team", ""),
                     exclusive=tagged_exclusive(labels))
 

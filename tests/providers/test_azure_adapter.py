@@ -322,3 +322,34 @@ def test_controller_signs_in_as_the_configured_identity_and_nodes_get_none(
     rg = group()
     [node] = provider(rg).launch(spot_offering(), 1, request_id="id")
     assert "identity" not in fakes().arm.vm(rg, node.node_id)  # type: ignore[operator]
+
+
+def test_throttled_status_checks_leave_a_healthy_create_launching_not_deleted() -> None:
+    """The create's Azure-AsyncOperation reads are throttled past the retries: the create itself
+    did not fail, so its VM is reported launching (listed later), not deleted as a failed one."""
+    rg, arm = f"rg-{uuid.uuid4().hex[:8]}", fakes().arm
+    p = provider(rg)
+    arm.throttle_polls(5)
+    try:
+        (node,) = p.launch(spot_offering(), 1, request_id="throttled-polls")
+    finally:
+        arm.throttle_polls(0)
+    assert node.state is NodeState.LAUNCHING and arm.count("DELETE", rg) == 0
+    arm.settle()
+    assert [n.node_id for n in p.list_nodes()] == [node.node_id]
+
+
+def test_a_launch_waits_at_most_launch_wait_s_for_all_its_vms_together() -> None:
+    import time
+
+    rg, arm = f"rg-{uuid.uuid4().hex[:8]}", fakes().arm
+    p = provider(rg, launch_wait_s=0.5, polling_interval_s=0.05)
+    arm.op_polls = 10**6  # the creates never finish while it waits
+    try:
+        t0 = time.monotonic()
+        nodes = p.launch(spot_offering(), 4, request_id="slow4")
+        took = time.monotonic() - t0
+    finally:
+        arm.op_polls = 1
+        arm.settle()
+    assert [n.state for n in nodes] == [NodeState.LAUNCHING] * 4 and took < 1.5  # not 4 x 0.5 s
