@@ -21,7 +21,8 @@ def redact_url(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     if sep and "@" in rest:
         url = f"{scheme}://***@{rest.rpartition('@')[2]}"
-    return redact(url)
+    cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=-1)
+    return redact(url if cut < 0 else url[:cut] + "?***")
 
 
 def redact_value(value: object) -> object:

@@ -33,6 +33,7 @@ def test_a_whole_url_is_masked_whatever_its_password_holds(password: str) -> Non
     shown = redact_url(f"postgresql+psycopg2://burster:{password}@127.0.0.1:5432/burster?sslmode=require")
     assert shown == "postgresql+psycopg2://***@127.0.0.1:5432/burster?***"
     assert redact_url("sqlite:////tmp/b.db") == "sqlite:////tmp/b.db"
+    assert redact_url("https://h/x?token=s3cr3t tok#frag") == "https://h/x?***"  # a space in the query too
 
 
 def test_a_store_url_password_never_reaches_the_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import http.client
 import json
 import socket
 import sys
@@ -71,6 +72,9 @@ class Controller:
                               "(bad port or IPv6 address)") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"--controller must be an http:// or https:// URL with a host, got {redact_url(url)!r}")
+        if any(c.isspace() or ord(c) < 32 for c in parts.path + parts.query):
+            raise ConfigError(f"--controller {redact_url(url)!r}: a space or control character in the URL; "
+                              "percent-encode it (%20)")
         host = parts.hostname + (f":{port}" if port else "")
         path = parts.path.rstrip("/") + INVENTORY_PATH
         self.url = urllib.parse.urlunsplit((parts.scheme, host, path, parts.query, ""))
@@ -85,15 +89,29 @@ class Controller:
         body = json.dumps(report).encode()
         request = urllib.request.Request(self.url, data=body, headers=self.headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            with _NO_REDIRECTS.open(request, timeout=self.timeout_s) as response:
                 response.read()
         except urllib.error.HTTPError as err:
+            if 300 <= err.code < 400:  # followed, it would turn the POST into a GET, credentials and all
+                raise ProviderError(f"controller at {self.shown} redirected the report (HTTP {err.code}); give "
+                                    "--controller the URL it redirects to", provider="controller") from None
             raise ProviderError(f"controller at {self.shown} rejected the report: HTTP {err.code} {err.reason}; "
                                 "check the URL and the agent's credentials", provider="controller") from None
-        except (urllib.error.URLError, OSError) as err:
-            reason = getattr(err, "reason", None) or err
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
+            reason = getattr(err, "reason", None) or type(err).__name__
             raise TransientError(f"cannot reach the controller at {self.shown}: {reason}; check --controller "
                                  "and that the controller is running", provider="controller") from None
+
+
+class _Refuse(urllib.request.HTTPRedirectHandler):
+    """No redirect is followed: urllib would re-send a POST as a GET, Authorization header included,
+    to whatever host the Location names."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_NO_REDIRECTS = urllib.request.build_opener(_Refuse)
 
 
 def _emit(controller: Controller | None) -> Callable[[dict[str, Any]], None]:

@@ -84,10 +84,18 @@ def _utilization(nvml: Any, handle: Any) -> int | None:
 
 
 def _processes(nvml: Any, handle: Any) -> tuple[GpuProcess, ...]:
+    mismatch = getattr(nvml, "NVMLLibraryMismatchError", None)  # pynvml 12+: an older driver than its v3 call
     try:
         procs = nvml.nvmlDeviceGetComputeRunningProcesses(handle)
     except nvml.NVMLError_NotSupported:
         return ()
+    except Exception as err:  # (NVMLLibraryMismatchError is no NVMLError)
+        if mismatch is None or not isinstance(err, mismatch):
+            raise
+        try:  # e.g. an R470 driver: the v2 call it has
+            procs = nvml.nvmlDeviceGetComputeRunningProcesses_v2(handle)
+        except nvml.NVMLError:
+            return ()
     return tuple(GpuProcess(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory) // MIB)
                  for p in procs)
 

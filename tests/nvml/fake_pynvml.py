@@ -38,6 +38,7 @@ class FakeGpu:
     util_pct: int | None  # None: NVMLError_NotSupported
     procs: list[tuple[int, int | None]] = field(default_factory=list)  # (pid, used MiB or None)
     lost: bool = False  # memory query raises NVMLError_GpuIsLost
+    old_driver: bool = False  # the unversioned (v3) process query raises NVMLLibraryMismatchError; v2 works
 
 
 def default_gpus() -> list[FakeGpu]:
@@ -49,6 +50,7 @@ def make(gpus: list[FakeGpu] | None = None, init_error: str | None = None) -> An
     """A module object standing in for ``pynvml``; ``mod.calls`` records init/shutdown."""
     mod: Any = types.ModuleType("pynvml")
     mod.NVMLError = NVMLError
+    mod.NVMLLibraryMismatchError = type("NVMLLibraryMismatchError", (Exception,), {})
     for name, code in ERRORS.items():
         setattr(mod, name, type(name, (NVMLError,), {"__init__": lambda self, c=code: NVMLError.__init__(self, c)}))
     devices = default_gpus() if gpus is None else gpus
@@ -70,9 +72,14 @@ def make(gpus: list[FakeGpu] | None = None, init_error: str | None = None) -> An
         return types.SimpleNamespace(total=h.total_mib * MIB, used=h.used_mib * MIB,
                                      free=(h.total_mib - h.used_mib) * MIB)
 
-    def processes(h: FakeGpu) -> list[Any]:
+    def processes_v2(h: FakeGpu) -> list[Any]:
         return [types.SimpleNamespace(pid=pid, usedGpuMemory=None if mib is None else mib * MIB)
                 for pid, mib in h.procs]
+
+    def processes(h: FakeGpu) -> list[Any]:
+        if h.old_driver:  # pynvml's throwOnVersionMismatch: a plain Exception, not an NVMLError
+            raise mod.NVMLLibraryMismatchError("Unversioned function called and the pyNVML version does not match")
+        return processes_v2(h)
 
     mod.nvmlInit = init
     mod.nvmlShutdown = lambda: mod.calls.append("shutdown")
@@ -83,4 +90,5 @@ def make(gpus: list[FakeGpu] | None = None, init_error: str | None = None) -> An
     mod.nvmlDeviceGetMemoryInfo = memory
     mod.nvmlDeviceGetUtilizationRates = utilization
     mod.nvmlDeviceGetComputeRunningProcesses = processes
+    mod.nvmlDeviceGetComputeRunningProcesses_v2 = processes_v2
     return mod

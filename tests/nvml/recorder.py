@@ -8,20 +8,26 @@ from typing import Any
 
 
 class Recorder:
-    """A real HTTP server on 127.0.0.1 that records each request and answers ``statuses`` in turn."""
+    """A real HTTP server on 127.0.0.1 that records each request and answers ``statuses`` in turn
+    (a 3xx with ``Location: redirect_to``)."""
 
-    def __init__(self, statuses: list[int]) -> None:
+    def __init__(self, statuses: list[int], redirect_to: str = "") -> None:
         self.requests: list[dict[str, Any]] = []
         recorder = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                recorder.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                recorder.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
+                                          "body": body})
                 status = statuses.pop(0) if statuses else 204
                 self.send_response(status)
+                if 300 <= status < 400:
+                    self.send_header("Location", redirect_to)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+
+            do_GET = do_POST
 
             def log_message(self, *args: Any) -> None:
                 pass

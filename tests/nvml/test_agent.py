@@ -190,3 +190,62 @@ def test_bad_options(nvml: Any, capsys: pytest.CaptureFixture[str], argv: list[s
     err = capsys.readouterr().err
     assert words in err and "pw" not in err
     assert nvml.calls == []
+
+
+def test_a_controller_redirect_is_refused_and_the_credentials_go_nowhere(nvml: Any,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Followed, urllib re-sends a POST as a bodiless GET to any host the Location names, with the
+    Authorization header: the report was lost, the exit was 0, and the credentials went along."""
+    elsewhere = Recorder([200])
+    moved = Recorder([301], redirect_to=f"http://localhost:{elsewhere.port}/other")
+    try:
+        code = main(["agent", "--once", "--controller", f"http://agent:s3cret@127.0.0.1:{moved.port}"])
+    finally:
+        moved.close()
+        elsewhere.close()
+    err = capsys.readouterr().err
+    assert code == 2 and elsewhere.requests == []
+    assert f"controller at http://127.0.0.1:{moved.port}/v1/inventory redirected the report (HTTP 301)" in err
+    assert "s3cret" not in err
+
+
+def test_a_reply_that_is_not_http_is_a_send_failure_not_a_traceback(nvml: Any,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+
+    def banner() -> None:
+        conn, _ = server.accept()
+        conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+        conn.close()
+    threading.Thread(target=banner, daemon=True).start()
+    try:
+        code = main(["agent", "--once", "--controller", f"http://127.0.0.1:{port}"])
+    finally:
+        server.close()
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"burster: error: cannot reach the controller at http://127.0.0.1:{port}/")
+    assert "Traceback" not in err
+
+
+def test_a_space_in_the_controller_url_is_refused_without_showing_the_token(nvml: Any,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["agent", "--once", "--controller", "http://127.0.0.1:9/?token=s3cr3t tok"]) == 2
+    err = capsys.readouterr().err
+    assert "a space or control character in the URL; percent-encode it" in err
+    assert "s3cr3t" not in err and "tok" not in err
+
+
+def test_an_older_driver_without_the_v3_process_query_still_reports(monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """pynvml 12+ asks for nvmlDeviceGetComputeRunningProcesses_v3, which an R470 driver lacks: its
+    NVMLLibraryMismatchError (no NVMLError) ended the agent in a traceback. The v2 call answers."""
+    gpus = fake_pynvml.default_gpus()
+    gpus[0].old_driver = True
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml.make(gpus))
+    assert main(["agent", "--once"]) == 0
+    assert json.loads(capsys.readouterr().out)["gpus"] == EXPECTED_GPUS
