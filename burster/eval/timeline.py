@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -30,6 +30,16 @@ class Timeline:
     which: IntArray  # offering index of each segment
     rate: FloatArray  # USD per hour of the job's nodes on that offering
     boot_s: float
+    # [start, end) spans when none of the shape's offerings is up (spot-only catalogs): no run there
+    gaps: FloatArray = field(default_factory=lambda: np.empty((0, 2)))
+
+    def _in_gap(self, s: FloatArray, e: FloatArray) -> np.ndarray:
+        """Whether each [s, e) overlaps a gap (the gaps are sorted and apart)."""
+        if not len(self.gaps):
+            return np.zeros(len(s), dtype=np.bool_)
+        i = np.searchsorted(self.gaps[:, 1], s, side="right")
+        hit: np.ndarray = (i < len(self.gaps)) & (self.gaps[np.minimum(i, len(self.gaps) - 1), 0] < e) & (e > s)
+        return hit
 
     def billed_usd(self, seg: IntArray, run_s: FloatArray) -> FloatArray:
         """USD of running ``run_s`` seconds (plus boot) on segment ``seg``'s offering (``cloudplan.billed_s``)."""
@@ -64,12 +74,15 @@ class Timeline:
         head = self.billed_usd(i0, np.where(same, e, ends[i0]) - s)
         tail = self.billed_usd(i1, np.where(same, 0.0, e - self.start[i1]))
         middle = np.where(same, 0.0, prefix[i1] - prefix[np.minimum(i0 + 1, i1)])
-        return np.asarray(np.where(e > s, head + middle + tail, 0.0), dtype=np.float64)
+        usd = np.where(e > s, head + middle + tail, 0.0)
+        return np.asarray(np.where(self._in_gap(s, e), np.inf, usd), dtype=np.float64)
 
     def cost_one(self, s: float, e: float) -> float:
         """``cost`` for one (s, e), without the array overhead (the clairvoyant calls it per job)."""
         if e <= s:
             return 0.0
+        if len(self.gaps) and self._in_gap(np.array([s]), np.array([e]))[0]:
+            return math.inf
         i0 = int(np.searchsorted(self.start, s, side="right")) - 1
         i1 = int(np.searchsorted(self.start, e, side="left")) - 1
         if i0 == i1:
@@ -109,8 +122,15 @@ def build_timeline(instance: Instance, job: EvalJob, horizon_s: float, boot_s: f
     times, up = _availability(instance, offers, horizon_s)
     down_at = _next_down(up, times)
     starts, which = [], []
+    gaps: list[list[float]] = []
     cur = -1
     for k, t in enumerate(times):
+        if not up[k].any():  # nothing to run on until the next flip (the pick below is moot: costs are inf)
+            until = float(times[k + 1]) if k + 1 < len(times) else math.inf
+            if gaps and gaps[-1][1] == t:
+                gaps[-1][1] = until
+            else:
+                gaps.append([float(t), until])
         ends = down_at[k]
         run = np.maximum(np.minimum(ends - t, 6 * 3600.0), 1e-9)
         per_run = np.where(up[k], rate * (run + boot_s) / run, np.inf)  # a fresh node's boot over its up-time
@@ -125,7 +145,7 @@ def build_timeline(instance: Instance, job: EvalJob, horizon_s: float, boot_s: f
             which.append(pick)
             cur = pick
     return Timeline(offers, np.array(starts, dtype=np.float64), np.array(which, dtype=np.int64),
-                    rate[np.array(which, dtype=np.int64)], boot_s)
+                    rate[np.array(which, dtype=np.int64)], boot_s, np.array(gaps, dtype=np.float64).reshape(-1, 2))
 
 
 def _availability(instance: Instance, offers: Sequence[Offering], horizon_s: float) -> tuple[FloatArray, np.ndarray]:
