@@ -84,10 +84,13 @@ def parse_seeds(text: str | None, quick: bool) -> list[int]:
     return list(dict.fromkeys(seeds))
 
 
+MAX_POOL_NODES = 100_000  # as config's pool.nodes
+
+
 def _check_numbers(args: argparse.Namespace) -> None:
     for n in args.pool_nodes or ():
-        if n < 1:
-            raise ConfigError(f"--pool-nodes must be at least 1 (8-GPU nodes); got {n}")
+        if not 1 <= n <= MAX_POOL_NODES:
+            raise ConfigError(f"--pool-nodes must be in [1, {MAX_POOL_NODES:,}] (8-GPU nodes); got {n}")
     if not 1 <= args.workers <= MAX_WORKERS:
         raise ConfigError(f"--workers must be in [1, {MAX_WORKERS}] (this machine has {os.cpu_count()} CPUs); "
                           f"got {args.workers}")

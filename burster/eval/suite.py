@@ -62,6 +62,19 @@ def default_windows(quick: bool) -> list[Window]:
     return out
 
 
+def trace_labels(paths: Sequence[str]) -> dict[str, str]:
+    """How each trace is named in tables and records: its file name, or as much of its path as tells
+    it apart from another trace of the same file name (two settings must never share a name)."""
+    parts = {p: Path(p).parts for p in dict.fromkeys(paths)}
+    out: dict[str, str] = {}
+    for p, mine in parts.items():
+        k = 1
+        while k < len(mine) and any(q != p and other[-k:] == mine[-k:] for q, other in parts.items()):
+            k += 1
+        out[p] = "/".join(mine[-k:])
+    return out
+
+
 def plan_settings(windows: Sequence[Window], *, seeds: Sequence[int], nodes: Sequence[int] | None,
                   utilizations: Sequence[float] = UTILIZATIONS, strict: bool = True) -> Plan:
     """Load each window's trace, size its pools and cross with seeds.
@@ -74,7 +87,8 @@ def plan_settings(windows: Sequence[Window], *, seeds: Sequence[int], nodes: Seq
     settings: list[Setting] = []
     skipped: list[tuple[str, str]] = []
     unloadable: set[str] = set()
-    for w in windows:
+    labels = trace_labels([w.path for w in windows])
+    for w in dict.fromkeys(windows):  # (a window given twice is one setting)
         name = Path(w.path).name
         if w.path in unloadable:
             continue  # one reason per trace file is enough
@@ -99,5 +113,5 @@ def plan_settings(windows: Sequence[Window], *, seeds: Sequence[int], nodes: Seq
             continue
         load = offered_load_gpus(jobs, start, end)
         for n in nodes or pool_sizes(load, utilizations):
-            settings += [Setting(trace.name, w, n, seed, len(jobs), round(load, 1)) for seed in seeds]
+            settings += [Setting(labels[w.path], w, n, seed, len(jobs), round(load, 1)) for seed in seeds]
     return Plan(settings, skipped)

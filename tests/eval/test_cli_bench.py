@@ -97,7 +97,8 @@ def test_spot_and_prices_files_are_used(tmp_path: Path, capsys: pytest.CaptureFi
 @pytest.mark.parametrize(("argv", "message"), [
     (["--policies", "burster,yolo"], "unknown policy 'yolo' in --policies; valid: burster, reserved-only, on-demand, "
                                      "greedy-spot, uniform-progress, compute-wait"),
-    (["--pool-nodes", "0"], "--pool-nodes must be at least 1 (8-GPU nodes); got 0"),
+    (["--pool-nodes", "0"], "--pool-nodes must be in [1, 100,000] (8-GPU nodes); got 0"),
+    (["--pool-nodes", "100000000"], "--pool-nodes must be in [1, 100,000] (8-GPU nodes); got 100000000"),
     (["--seeds", "0,x"], "--seeds must be comma-separated whole numbers like 0,1,2; got '0,x'"),
     (["--spot", "/nonexistent/spot"], "--spot /nonexistent/spot does not exist"),
     (["--days", "0"], "--days must be in (0, 365]; got 0"),
@@ -190,3 +191,21 @@ def test_a_job_no_pool_or_offering_can_run_fails_before_any_arm(tmp_path: Path,
     assert main(["bench", "--trace", str(trace), "--pool-nodes", "1", "--json"]) == 2
     cap = capsys.readouterr()
     assert cap.out == "" and "1 job(s) need GPU model(s) h100 that neither the pool (V100) nor the catalog" in cap.err
+
+
+def test_two_traces_of_the_same_file_name_stay_two_settings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Settings were keyed by file name: the second trace's arms overwrote the first's in the target
+    checks, and the tables mixed both under one bracket. Each is now named by as much of its path
+    as tells them apart, and a window given twice is one setting."""
+    from burster.eval.suite import trace_labels
+
+    assert trace_labels(["/x/a/jobs.csv", "/x/b/jobs.csv", "/y/other.csv"]) == {
+        "/x/a/jobs.csv": "a/jobs.csv", "/x/b/jobs.csv": "b/jobs.csv", "/y/other.csv": "other.csv"}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a, b = write_trace(tmp_path / "a"), write_trace(tmp_path / "b")
+    assert a.name == b.name
+    assert main(["bench", "--trace", str(a), "--trace", str(b), "--trace", str(b), "--policies", "burster",
+                 "--pool-nodes", "1", "--seeds", "0", "--json"]) == 0
+    recs = json.loads(capsys.readouterr().out)
+    assert sorted(r["trace"] for r in recs) == [f"a/{a.name}", f"b/{b.name}"]
