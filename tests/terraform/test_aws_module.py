@@ -139,6 +139,7 @@ def test_launch_template_hardening(aws: Any) -> None:
     assert lt["user_data"] == "${base64encode(var.user_data_placeholder)}"
     assert "Placeholder" in aws.variables["user_data_placeholder"]["default"]
     assert as_list(lt["iam_instance_profile"])[0]["arn"] == "${aws_iam_instance_profile.node.arn}"
+    assert lt["instance_initiated_shutdown_behavior"] == "terminate"  # a guest shutdown must not leave it stopped
 
 
 def test_launch_template_tags_instances(aws: Any) -> None:

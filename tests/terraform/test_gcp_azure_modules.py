@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.terraform.hcl import as_list, module
+from tests.terraform.hcl import TERRAFORM, as_list, module
+
+MODULES = TERRAFORM / "modules"
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +27,7 @@ def test_gcp_custom_role_is_least_privilege(gcp: Any) -> None:
     perms = gcp.resource("google_project_iam_custom_role", "controller")["permissions"]
     assert all("*" not in p for p in perms)
     assert {"compute.instances.create", "compute.instances.delete", "compute.instances.list",
-            "compute.zoneOperations.get", "compute.globalOperations.list"} <= set(perms)
+            "compute.zoneOperations.get", "compute.globalOperations.list", "compute.images.useReadOnly"} <= set(perms)
     # Nothing that manages IAM, networks, templates or other services.
     assert all(p.startswith("compute.") for p in perms)
     forbidden = ("setIamPolicy", "firewalls", "compute.networks.", "instanceTemplates.create",
@@ -106,3 +110,42 @@ def test_azure_network_and_image(azure: Any) -> None:
     image = azure.variables["image_reference"]["default"]
     assert set(image) == {"publisher", "offer", "sku", "version"}
     assert azure.locals["managed_tags"] == {"managed-by": "burster", "burster-cluster": "${var.cluster}"}
+
+
+@pytest.mark.parametrize(("module", "names"), [
+    ("gcp", "[local.controller_account_id, local.node_account_id, local.role_id]"),
+    ("aws", "[local.name_base]"),
+])
+@pytest.mark.parametrize("cluster", ["ml", "ml-research-east-prod", "a" * 63])
+def test_names_built_on_the_cluster_fit_the_clouds_limits(tmp_path: Path, module: str, names: str,
+                                                          cluster: str) -> None:
+    """The modules' name locals, evaluated by terraform itself: a long cluster name (up to the 63
+    characters the variable allows) is cut and hashed, so GCP's two service accounts never share an
+    ID (they did from 21 characters: apply failed with 409) and every name stays within its limit."""
+    import re
+    import shutil
+    import subprocess
+
+    terraform = shutil.which("terraform")
+    if terraform is None:
+        pytest.skip("terraform is not installed")
+    block = re.search(r"^locals \{.*?^\}", (MODULES / module / "iam.tf").read_text(), flags=re.S | re.M)
+    assert block is not None
+    text = block.group(0)
+    names_only = re.findall(r"^\s*(?:name_full|name_base|role_full|role_id|account_full|account_base|"
+                            r"controller_account_id|node_account_id)\s*=.*$", text, flags=re.M)
+    (tmp_path / "main.tf").write_text('variable "cluster" {}\nvariable "name_prefix" { default = "burster" }\n'
+                                      "locals {\n" + "\n".join(names_only) + "\n}\n")
+    done = subprocess.run([terraform, "console", f"-var=cluster={cluster}"], input=f"jsonencode({names})",
+                          cwd=tmp_path, capture_output=True, text=True, env={"TF_CLI_CONFIG_FILE": "/dev/null",
+                                                                              "PATH": "/usr/bin:/bin"}, check=True)
+    got = json.loads(json.loads(done.stdout.strip()))
+    if module == "gcp":
+        ctl, node, role = got
+        assert ctl != node and all(6 <= len(a) <= 30 and re.fullmatch(r"[a-z][a-z0-9-]*[a-z0-9]", a) for a in (ctl, node))
+        assert len(role) <= 64 and re.fullmatch(r"[a-zA-Z0-9_.]{3,64}", role)
+    else:
+        (base,) = got
+        assert len(base) <= 30 and len(f"{base}-spot-interruption") <= 64 and len(f"{base}-controller") <= 64
+    if len(cluster) <= 20:
+        assert cluster in got[0]  # short names stay as they were

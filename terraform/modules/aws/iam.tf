@@ -7,6 +7,10 @@ data "aws_caller_identity" "current" {}
 data "aws_region" "current" {}
 
 locals {
+  # names: "<prefix>-<cluster>", cut to 30 characters with a hash of the cluster when longer, so every
+  # name built on it stays within AWS's limits (IAM roles and EventBridge rules: 64, SQS queues: 80)
+  name_full    = "${var.name_prefix}-${var.cluster}"
+  name_base    = length(local.name_full) <= 30 ? local.name_full : "${trim(substr(local.name_full, 0, 25), "-")}-${substr(sha1(var.cluster), 0, 4)}"
   managed_tags = { "managed-by" = "burster", "burster-cluster" = var.cluster }
   tags         = merge(var.tags, local.managed_tags)
   region       = data.aws_region.current.name
@@ -165,14 +169,14 @@ data "aws_iam_policy_document" "controller" {
 }
 
 resource "aws_iam_role" "controller" {
-  name               = "${var.name_prefix}-${var.cluster}-controller"
+  name               = "${local.name_base}-controller"
   description        = "Burster controller for cluster ${var.cluster}: launches, tags and terminates burst GPU nodes."
   assume_role_policy = data.aws_iam_policy_document.controller_trust.json
   tags               = local.tags
 }
 
 resource "aws_iam_policy" "controller" {
-  name        = "${var.name_prefix}-${var.cluster}-controller"
+  name        = "${local.name_base}-controller"
   description = "Least-privilege policy of the Burster controller for cluster ${var.cluster}."
   policy      = data.aws_iam_policy_document.controller.json
   tags        = local.tags
@@ -197,7 +201,7 @@ data "aws_iam_policy_document" "node_trust" {
 }
 
 resource "aws_iam_role" "node" {
-  name               = "${var.name_prefix}-${var.cluster}-node"
+  name               = "${local.name_base}-node"
   description        = "Role of Burster GPU nodes for cluster ${var.cluster}."
   assume_role_policy = data.aws_iam_policy_document.node_trust.json
   tags               = local.tags
@@ -210,7 +214,7 @@ resource "aws_iam_role_policy_attachment" "node" {
 }
 
 resource "aws_iam_instance_profile" "node" {
-  name = "${var.name_prefix}-${var.cluster}-node"
+  name = "${local.name_base}-node"
   role = aws_iam_role.node.name
   tags = local.tags
 }

@@ -10,7 +10,7 @@ locals {
 }
 
 resource "aws_sqs_queue" "interruptions" {
-  name                      = "${var.name_prefix}-${var.cluster}-interruptions"
+  name                      = "${local.name_base}-interruptions"
   message_retention_seconds = 300
   receive_wait_time_seconds = 20
   sqs_managed_sse_enabled   = var.sqs_kms_key_arn == null ? true : null
@@ -63,7 +63,7 @@ resource "aws_sqs_queue_policy" "interruptions" {
 resource "aws_cloudwatch_event_rule" "interruptions" {
   for_each = local.interruption_events
 
-  name        = "${var.name_prefix}-${var.cluster}-${each.key}"
+  name        = "${local.name_base}-${each.key}"
   description = "Burster: ${each.value} events to the interruption queue"
   event_pattern = jsonencode({
     source        = ["aws.ec2"]

@@ -14,13 +14,15 @@ data "aws_ami" "gpu" {
 resource "aws_launch_template" "gpu" {
   for_each = var.gpu_classes
 
-  name                   = "${var.name_prefix}-${var.cluster}-${each.key}"
+  name                   = "${local.name_base}-${each.key}"
   description            = "Burster ${each.key} GPU node for cluster ${var.cluster}"
   image_id               = each.value.ami_id
   instance_type          = each.value.instance_type
   ebs_optimized          = true
   update_default_version = true
-  user_data              = base64encode(var.user_data_placeholder)
+  # a guest `shutdown -h` ends the node instead of leaving it stopped, its volumes billed
+  instance_initiated_shutdown_behavior = "terminate"
+  user_data                            = base64encode(var.user_data_placeholder)
 
   iam_instance_profile {
     arn = aws_iam_instance_profile.node.arn

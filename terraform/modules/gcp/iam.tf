@@ -3,10 +3,14 @@
 # catalog (prices) needs no IAM permission, only the enabled API.
 
 locals {
-  role_id = "${replace(var.name_prefix, "-", "_")}_${replace(var.cluster, "-", "_")}_controller"
-  # Account IDs are 6 to 30 characters and may not end with a hyphen.
-  controller_account_id = trim(substr("${var.name_prefix}-${var.cluster}-ctl", 0, 30), "-")
-  node_account_id       = trim(substr("${var.name_prefix}-${var.cluster}-node", 0, 30), "-")
+  # Role IDs are at most 64 characters; account IDs 6 to 30, not ending with a hyphen. A long cluster
+  # name is cut and a hash of it added, so the two accounts (and two clusters) never share an ID.
+  role_full             = "${replace(var.name_prefix, "-", "_")}_${replace(var.cluster, "-", "_")}_controller"
+  role_id               = length(local.role_full) <= 64 ? local.role_full : "${substr(local.role_full, 0, 52)}_${substr(sha1(var.cluster), 0, 11)}"
+  account_full          = "${var.name_prefix}-${var.cluster}"
+  account_base          = length(local.account_full) <= 25 ? local.account_full : "${trim(substr(local.account_full, 0, 20), "-")}-${substr(sha1(var.cluster), 0, 4)}"
+  controller_account_id = "${local.account_base}-ctl"
+  node_account_id       = "${local.account_base}-node"
 }
 
 resource "google_project_service" "apis" {
@@ -49,6 +53,8 @@ resource "google_project_iam_custom_role" "controller" {
     "compute.subnetworks.use",
     "compute.instanceTemplates.get",
     "compute.instanceTemplates.useReadOnly",
+    # a template's source image from this project (a custom GPU image): public ones need nothing
+    "compute.images.useReadOnly",
     "compute.zoneOperations.get",
     # operations aggregatedList (compute.instances.preempted events, how preemptions are detected)
     "compute.globalOperations.list",
