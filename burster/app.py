@@ -118,17 +118,17 @@ def spot_series(seed: int, spot_dir: Path | None = None) -> tuple[list[SpotSerie
 def interruption_rates(offerings: Sequence[Offering], series: Sequence[SpotSeries]) -> dict[str, float]:
     """Observed interruptions per hour of each spot offering's series (drops per available hour)."""
     rates: dict[str, float] = {}
-    per_series: dict[str, float] = {}
+    per_series: dict[int, float] = {}  # by the series itself: two files may share a name
     for o in offerings:
         if o.market is not Market.SPOT:
             continue
         s = series_for(o, series)
         if s is None:
             continue
-        if s.name not in per_series:
+        if id(s) not in per_series:
             up_h = sum(v > 0 for v in s.data) * s.gap_s / 3600.0
-            per_series[s.name] = len(s.drops()) / up_h if up_h else 10.0
-        rates[o.key] = per_series[s.name]
+            per_series[id(s)] = len(s.drops()) / up_h if up_h else 10.0
+        rates[o.key] = per_series[id(s)]
     return rates
 
 

@@ -113,9 +113,10 @@ NO_PRICE = "with neither Price nor SpotPrice above 0"
 
 
 def _usable(path: Path, offerings: list[Offering], skipped: Counter[str]) -> list[Offering]:
-    """``offerings``, or an InputError saying why none of ``path``'s rows gave one."""
+    """``offerings`` (the first of rows giving the same offering key: a simulated cloud keys its
+    offerings by it), or an InputError saying why none of ``path``'s rows gave one."""
     if offerings:
-        return offerings
+        return list({o.key: o for o in reversed(offerings)}.values())[::-1]
     why = ", ".join(f"{n} row(s) {reason}" for reason, n in skipped.items()) or "it has no data rows"
     raise InputError(f"{path}: no usable price rows ({why}); fix the rows or leave the file out")
 

@@ -58,3 +58,14 @@ def test_unknown_provider_lists_valid_ones() -> None:
 def test_a_missing_catalog_path_says_it_does_not_exist(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"price catalog .*nowhere does not exist"):
         load_catalog(tmp_path / "nowhere")
+
+
+def test_rows_giving_the_same_offering_keep_the_first_on_every_cloud(tmp_path: Path) -> None:
+    """A simulated cloud keys its offerings by ``Offering.key``: an Azure row repeated with another
+    price gave two offerings of one key, and the simulation swapped one's price for the other's."""
+    azure = tmp_path / "azure_v6_vms_gpu_subset.csv"
+    header = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region\n"
+    azure.write_text(header + "Standard_NC6s_v3,V100,1,6,112,V100,3.06,0.3978,eastus\n"
+                     "Standard_NC6s_v3,V100,1,6,112,V100,3.06,0.9,eastus\n")
+    offs = load_catalog(azure)
+    assert sorted((o.market.value, o.price_per_hour_usd) for o in offs) == [("on_demand", 3.06), ("spot", 0.3978)]

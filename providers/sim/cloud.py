@@ -151,7 +151,7 @@ class SimCloudProvider:
         if self._flip_at is not None and self._flip_at[0] <= now < self._flip_at[1]:
             return self._flip_at[1]  # still before the change found last time
         offset = self._offset(now)
-        unique = {s.name: s for s in self._series.values() if s is not None}.values()
+        unique = {id(s): s for s in self._series.values() if s is not None}.values()  # (names may repeat)
         nxt = min((s.next_flip(offset) for s in unique), default=math.inf)
         if nxt == math.inf:
             return None

@@ -55,3 +55,28 @@ def test_a_staged_subfolder_keeps_the_defaults_mapping_and_leaves_out_cpu_traces
     got = _described(load_series_path(sky))
     assert got == [d for d in _described(load_series(shared)) if not d[0].startswith("GCP1/")]
     assert not any("_c3" in d[0] for d in got)
+
+
+def test_two_series_of_the_same_name_are_told_apart() -> None:
+    """Files of two months under one layout share a name ("aws_v100/us-east-1a"): the world's next
+    availability change and the cost model's interruption rates kept only one of them, so skipped
+    passes missed the other's flips and its offerings got the other's rate."""
+    from datetime import UTC, datetime, timedelta
+
+    from burster.app import interruption_rates
+    from burster.catalog import load_catalog
+    from burster.clock import FakeClock
+    from providers.sim.spot import SpotSeries, series_for
+    from providers.sim.world import SimWorld
+
+    calm = SpotSeries("aws_v100/us-east-1a", "aws", "V100", 600.0, (1,) * 99 + (0,))
+    flappy = SpotSeries("aws_v100/us-east-1a", "aws", "V100", 600.0, (1, 0) * 50)
+    offs = load_catalog(providers=["aws"])
+    rates = interruption_rates(offs, [calm, flappy])
+    by_series = {id(s): {rates[o.key] for o in offs if o.key in rates and series_for(o, [calm, flappy]) is s}
+                 for s in (calm, flappy)}
+    assert by_series[id(calm)] and by_series[id(flappy)] and by_series[id(calm)] != by_series[id(flappy)]
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    world = SimWorld(clock=FakeClock(t0), jobs=[], offerings=offs, providers=["aws"], pool_nodes=0,
+                     gpus_per_node=8, gpu_model="V100", series=[calm, flappy])
+    assert world.clouds["aws"].next_availability_change(t0) == t0 + timedelta(seconds=600)  # flappy's first
