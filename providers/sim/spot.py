@@ -15,6 +15,7 @@ import bisect
 import functools
 import json
 import random
+import re
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -207,9 +208,11 @@ def load_series_path(path: Path) -> list[SpotSeries]:
         if staged is not None:
             out.append(read_series(f, staged[0], _gpu_of(f.name, staged[1])))
             continue
-        low = str(f).lower()
-        provider = next((p for p in ("aws", "gcp", "azure") if p in low), "")
-        gpu = next((g.upper() for g in ("a100", "h100", "h200", "v100", "k80", "t4", "l4") if g in low), "")
+        # whole words of the path below the folder given: "us-east4-c" holds no T4, "/home/dawson" no AWS
+        below = f.relative_to(path) if path.is_dir() else Path(f.name)
+        words = set(re.split(r"[^a-z0-9]+", below.with_suffix("").as_posix().lower()))
+        provider = next((p for p in ("aws", "gcp", "azure") if p in words), "")
+        gpu = next((g.upper() for g in ("a100", "h100", "h200", "v100", "k80", "t4", "l4") if g in words), "")
         out.append(read_series(f, provider, gpu))
     return out
 

@@ -80,3 +80,13 @@ def test_two_series_of_the_same_name_are_told_apart() -> None:
     world = SimWorld(clock=FakeClock(t0), jobs=[], offerings=offs, providers=["aws"], pool_nodes=0,
                      gpus_per_node=8, gpu_model="V100", series=[calm, flappy])
     assert world.clouds["aws"].next_availability_change(t0) == t0 + timedelta(seconds=600)  # flappy's first
+
+
+def test_cloud_and_gpu_are_read_from_whole_words_below_the_folder_given(tmp_path: Path) -> None:
+    """"us-east4-c" holds no T4, and a parent folder such as /home/dawson names no AWS: only whole
+    words of the path below the --spot folder count."""
+    root = tmp_path / "dawson"  # "aws" inside a word above the folder given
+    _trace(root / "gcp/us-east4-c.json", [1, 0, 1])
+    _trace(root / "gcp_t4/us-west4-a.json", [1, 1, 0])
+    got = {s.name: (s.provider, s.gpu_model) for s in load_series_path(root)}
+    assert got == {"gcp/us-east4-c": ("gcp", ""), "gcp_t4/us-west4-a": ("gcp", "T4")}
