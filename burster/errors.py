@@ -42,9 +42,11 @@ class QuotaError(ProviderError):
 
 
 class ThrottledError(ProviderError):
-    """The API asked us to slow down; retried with backoff."""
+    """The API asked us to slow down; retried with backoff, waiting at least ``retry_after_s`` when
+    the API said how long (Retry-After)."""
 
     retryable = True
+    retry_after_s: float | None = None
 
 
 class InvalidRequestError(ProviderError):

@@ -10,6 +10,7 @@ from typing import TypeVar
 from burster.errors import ProviderError
 
 T = TypeVar("T")
+MAX_RETRY_AFTER_S = 30.0  # a longer Retry-After is not waited out inside one pass
 
 
 def call_with_backoff(
@@ -21,7 +22,10 @@ def call_with_backoff(
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
 ) -> T:
-    """Call ``fn``; on a retryable ProviderError sleep and try again, up to ``attempts`` calls."""
+    """Call ``fn``; on a retryable ProviderError sleep and try again, up to ``attempts`` calls. A
+    throttled call waits at least the Retry-After its API gave (``ThrottledError.retry_after_s``):
+    retrying sooner only keeps the account throttled; asked to wait longer than
+    ``MAX_RETRY_AFTER_S``, it gives up at once (a later pass tries again)."""
     rng = rng or random.Random(0)
     for attempt in range(attempts):
         try:
@@ -29,5 +33,8 @@ def call_with_backoff(
         except ProviderError as err:
             if not err.retryable or attempt == attempts - 1:
                 raise
-            sleep(rng.uniform(0, min(cap_s, base_s * 2**attempt)))
+            asked = getattr(err, "retry_after_s", None) or 0.0
+            if asked > MAX_RETRY_AFTER_S:
+                raise
+            sleep(max(rng.uniform(0, min(cap_s, base_s * 2**attempt)), asked))
     raise AssertionError("unreachable")  # pragma: no cover

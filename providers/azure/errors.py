@@ -94,7 +94,9 @@ def translate(err: BaseException, *, doing: str, offering_key: str = "", subscri
     said = f"{code or status}: {_short(message)}"
     if status == 429:
         wait = f" (Azure asked to wait {retry_after_s:g}s)" if retry_after_s else ""
-        return ThrottledError(f"azure throttled {doing}{wait}: {said}; retrying with backoff", **kw)
+        throttled = ThrottledError(f"azure throttled {doing}{wait}: {said}; retrying with backoff", **kw)
+        throttled.retry_after_s = retry_after_s or None
+        return throttled
     if code in AUTH_CODES or status in (401, 403):
         return AuthError(f"azure refused {doing}: {said}. Check that the identity has the Burster role "
                          "(docs/providers/azure.md) on the resource group and that its credentials "
