@@ -27,8 +27,9 @@ MAX_AGENT_SECONDS = 86_400.0  # --interval and --timeout: at most a day
 INVENTORY_PATH = "/v1/inventory"
 EPILOG = """\
 exit codes:
-  0    the report(s) were printed or sent
-  2    bad option, controller unreachable or rejecting the report (with --once), or an NVML query failed
+  0    the report(s) were printed or sent (with --count N: at least one of them)
+  2    bad option, controller unreachable or rejecting the report (with --once, or every one of
+       --count N), or an NVML query failed
   3    NVML cannot be used on this host: no NVIDIA driver, driver not loaded, or no permission
   130  interrupted (Ctrl-C)
 """
@@ -126,14 +127,16 @@ def _emit(controller: Controller | None) -> Callable[[dict[str, Any]], None]:
 def run_agent(read: Callable[[], tuple[Any, ...]], emit: Callable[[dict[str, Any]], None], *, count: int | None,
               interval_s: float, sleep: Callable[[float], None] = time.sleep) -> None:
     """Read and emit ``count`` reports (None: forever), ``interval_s`` apart. In a repeating run a failed
-    send is a warning and the next report tries again; a host without NVML stops the agent."""
-    sent = 0
+    send is a warning and the next report tries again; when every one of ``count`` failed, the last
+    failure is raised. A host without NVML stops the agent."""
+    sent = failed = 0
     while count is None or sent < count:
         report = build_report(read())
         try:
             emit(report)
         except ProviderError as err:
-            if count == 1:
+            failed += 1
+            if failed == count:
                 raise
             print(f"burster: warning: {err}", file=sys.stderr, flush=True)
         sent += 1

@@ -249,3 +249,16 @@ def test_an_older_driver_without_the_v3_process_query_still_reports(monkeypatch:
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml.make(gpus))
     assert main(["agent", "--once"]) == 0
     assert json.loads(capsys.readouterr().out)["gpus"] == EXPECTED_GPUS
+
+
+def test_a_repeating_agent_whose_every_send_failed_exits_2(nvml: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Three reports, all rejected: a warning for each but the last, which is the error (it exited 0,
+    "the reports were sent")."""
+    rec = Recorder([503, 503, 503])
+    try:
+        code = main(["agent", "--count", "3", "--interval", "0.01", "--controller", f"http://127.0.0.1:{rec.port}"])
+    finally:
+        rec.close()
+    err = capsys.readouterr().err
+    assert code == 2 and len(rec.requests) == 3
+    assert err.count("burster: warning: controller at") == 2 and err.count("burster: error: controller at") == 1
