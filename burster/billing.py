@@ -47,3 +47,16 @@ DEFAULT_BILLING = BillingRule(increment_s=1, minimum_s=60)
 
 def billing_rule(provider: str) -> BillingRule:
     return BILLING.get(provider, DEFAULT_BILLING)
+
+
+# AWS does not charge for a (Linux) Spot Instance that EC2 itself interrupts within its first hour;
+# one the customer stops or terminates is billed per second as usual (EC2 User Guide, "Billing for
+# interrupted Spot Instances").
+INTERRUPTED_SPOT_FREE_S: dict[str, float] = {"aws": 3600.0}
+
+
+def interrupted_spot_billed_s(provider: str, run_s: float) -> float:
+    """Seconds billed for a spot node its cloud took back after ``run_s`` seconds."""
+    if run_s < INTERRUPTED_SPOT_FREE_S.get(provider, 0.0):
+        return 0.0
+    return billing_rule(provider).billed_s(run_s)

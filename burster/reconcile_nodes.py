@@ -7,10 +7,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from burster.billing import billing_rule
+from burster.billing import billing_rule, interrupted_spot_billed_s
 from burster.budget_period import share_since
 from burster.lifecycle import TRANSITIONS, NodeState
-from burster.model import Node, Placement
+from burster.model import Market, Node, Placement
 from burster.plan import Launch
 from burster.state import EndWatch, LedgerEntry, MemoryState, NodeRecord
 
@@ -34,6 +34,7 @@ class NodeBook:
         self._running: Sequence[Placement] | None = None  # the last pool placements seen ...
         self._job_of: dict[str, str] = {}  # ... and the job on each of their cloud nodes
         self._views: dict[str, tuple[NodeRecord, str | None, Node]] = {}  # last snapshot's Node per id
+        self._taken_back: set[str] = set()  # ending now, taken back by the cloud (billed as such)
 
     def adopt(self, nodes: Iterable[Node], launch: Launch | None, now: datetime) -> None:
         """Record nodes a launch returned (or that a listing found, after a crash)."""
@@ -150,9 +151,14 @@ class NodeBook:
                 del watched[node_id]
 
     def ended(self, node_id: str, now: datetime, charge: Callable[[str, datetime], None]) -> None:
+        """End a record and bill it; a spot node with a standing notice that ends without this
+        controller's terminate was taken back by its cloud (``interrupted_spot_billed_s``)."""
         rec = self.state.nodes.get(node_id)
         if rec is None or rec.state in _ENDED:
             return
+        if rec.state is not NodeState.TERMINATING and rec.offering.market is Market.SPOT \
+                and node_id in self.state.notices:
+            self._taken_back.add(node_id)
         if rec.state is NodeState.REQUESTED:
             self.state.move(node_id, NodeState.FAILED, ended_at=now)
         else:
@@ -160,6 +166,7 @@ class NodeBook:
                 self.state.move(node_id, NodeState.TERMINATING)
             self.state.move(node_id, NodeState.TERMINATED, ended_at=now)
         charge(node_id, now)
+        self._taken_back.discard(node_id)
         self.state.tickets.pop(node_id, None)
 
     def snapshot_nodes(self, now: datetime, running: Sequence[Placement]) -> tuple[Node, ...]:
@@ -204,6 +211,11 @@ class NodeBook:
 
     def ledger_entry(self, node_id: str, end: datetime) -> LedgerEntry:
         rec = self.state.nodes[node_id]
+        if node_id in self._taken_back:
+            run_s = max((end - rec.launched_at).total_seconds(), 0.0)
+            billed = interrupted_spot_billed_s(rec.provider, run_s)
+            why = "; taken back by its cloud" + (" in its first hour: not billed" if not billed and run_s else "")
+            return self._entry(rec, rec.launched_at, end, billed, rec.reason + why)
         return self._entry(rec, rec.launched_at, end, self._billed_s(rec, end), rec.reason)
 
     def terminated_stray(self, node_id: str) -> None:
