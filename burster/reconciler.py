@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from burster.blocks import OfferingBlocks
 from burster.budget_period import PERIODS, period_start
 from burster.clock import Clock
 from burster.errors import ConfigError, PartialLaunchError, ProviderError, TransientError
@@ -54,10 +55,6 @@ class _PoolUnread(Exception):
         self.now, self.err = now, err
 
 
-MAX_BLOCK_FACTOR = 8  # a dry offering is retried at most every 8 x block_s (80 min by default)
-JOIN_STRIKES = "join-timeout:"  # block_strikes key prefix: join timeouts in a row on an offering
-
-
 class Reconciler:
     def __init__(
         self,
@@ -80,6 +77,7 @@ class Reconciler:
         self.state = state or MemoryState()
         self.signal_sources = tuple(signals)
         self.block_s = block_s
+        self.blocks = OfferingBlocks(self.state, block_s)
         self.on_event = on_event
         if budget_period not in PERIODS:
             raise ConfigError(f"unknown budget period {budget_period!r}: use one of {', '.join(PERIODS)}")
@@ -139,7 +137,7 @@ class Reconciler:
         except ProviderError as err:
             raise _PoolUnread(now, err) from err
         cloud_nodes = self.nodes.snapshot_nodes(now, running)
-        self._joined_again(cloud_nodes)
+        self.blocks.joined(cloud_nodes)
         return Snapshot(
             now=now,
             pending=pending,
@@ -183,7 +181,7 @@ class Reconciler:
             kept = standing.get(n.node_id)
             rec = self.state.nodes.get(n.node_id)
             if kept is None and rec is not None and self.state.is_live(n.node_id):
-                self._block(rec.offering.key, n.notice_at)  # the pool is being taken back: relaunch elsewhere
+                self.blocks.block(rec.offering.key, n.notice_at)  # the pool is being taken back: relaunch elsewhere
             if kept is None or n.terminate_at < kept.terminate_at:
                 standing[n.node_id] = n
         for node_id in [k for k in standing if not self.state.is_live(k)]:
@@ -243,7 +241,7 @@ class Reconciler:
                     report.launched_nodes += self._launch(action, snapshot.now)
                 elif isinstance(action, Terminate):
                     if action.never_joined:
-                        self._block_unjoined(action.node_ids, snapshot.now)
+                        self.blocks.never_joined(action.node_ids, snapshot.now)
                     for node_id in action.node_ids:
                         self._drain_and_terminate(node_id, action.reason)
                 elif isinstance(action, Checkpoint):
@@ -298,7 +296,7 @@ class Reconciler:
             nodes = provider.launch(a.offering, a.count, request_id=a.request_id, labels=labels)
         except PartialLaunchError as err:
             got = [n for n in err.nodes if isinstance(n, Node)]
-            self._block(a.offering.key, now)
+            self.blocks.block(a.offering.key, now)
             self.nodes.adopt(got, a, now)
             if a.job_id is not None:  # a gang runs on all its nodes or none: give partial ones back
                 self._give_back(got, f"partial gang launch for {a.job_id}", err)
@@ -309,14 +307,14 @@ class Reconciler:
                 raise  # throttled, timed out: it may have launched; the intent stands, the next pass retries
             # refused (no capacity, a quota, an invalid or unsupported request, a setting): sent
             # again unchanged it fails again, so the offering is blocked and the next try gets a new id
-            self._block(a.offering.key, now)
+            self.blocks.block(a.offering.key, now)
             self.state.clear_intent(a.request_id)
             self.state.failed_requests[base] = tries + 1
             raise
         live = self.nodes.adopt_launched(nodes, a, now, self._charge)
         self.state.clear_intent(a.request_id)
         self.state.launch_times += [now] * len(live)
-        self.state.block_strikes.pop(a.offering.key, None)
+        self.blocks.launched(a.offering.key)
         if len(live) < len(nodes):  # a replay answered with nodes that ended since: the next try gets a new id
             gone = TransientError(f"launch {a.request_id}: {len(nodes) - len(live)} of its {len(nodes)} nodes "
                                   "ended before this controller heard of them; launching again under a new "
@@ -335,34 +333,6 @@ class Reconciler:
                 self._drain_and_terminate(n.node_id, reason)
             except ProviderError as failed:
                 err.args = (f"{err}; giving back {n.node_id} failed (tried again next pass): {failed}",)
-
-    def _block(self, key: str, now: datetime, strikes_key: str | None = None) -> None:
-        """Block an offering after a capacity or quota error: ``block_s``, doubled for each error in a
-        row on it (up to ``MAX_BLOCK_FACTOR`` times), so a pool that stays dry is not retried at every
-        expiry; a successful launch on it resets the count (``strikes_key``: count elsewhere)."""
-        strikes_key = strikes_key or key
-        strikes = self.state.block_strikes.get(strikes_key, 0) + 1
-        self.state.block_strikes[strikes_key] = strikes
-        factor = min(2 ** (strikes - 1), MAX_BLOCK_FACTOR)
-        until = now + timedelta(seconds=self.block_s * factor)
-        self.state.blocked[key] = max(until, self.state.blocked.get(key, until))
-
-    def _block_unjoined(self, node_ids: Sequence[str], now: datetime) -> None:
-        """Block the offerings of nodes that never joined, as after a capacity error. Their launches
-        went through, so these strikes are counted apart (``JOIN_STRIKES``) and reset only once a
-        node of the offering runs a job (``_joined_again``)."""
-        keys = {self.state.nodes[i].offering.key for i in node_ids if i in self.state.nodes}
-        for key in sorted(keys):
-            log.warning("blocking %s: its node never came up or joined the pool in time", key)
-            self._block(key, now, JOIN_STRIKES + key)
-
-    def _joined_again(self, cloud_nodes: Sequence[Node]) -> None:
-        """Forget the join-timeout strikes of offerings whose nodes run jobs."""
-        if not any(k.startswith(JOIN_STRIKES) for k in self.state.block_strikes):
-            return
-        for n in cloud_nodes:
-            if n.busy:
-                self.state.block_strikes.pop(JOIN_STRIKES + n.offering.key, None)
 
     def _checkpoint(self, a: Checkpoint) -> None:
         rec = self.state.nodes.get(a.node_id)
