@@ -144,17 +144,20 @@ def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, boo
 class _IdleCapacity:
     """Idle and incoming burst nodes that pending jobs can use before anything new is launched."""
 
-    def __init__(self, nodes: tuple[Node, ...], live: frozenset[str]) -> None:
+    def __init__(self, nodes: tuple[Node, ...], live: frozenset[str], taken: set[str] | None = None) -> None:
         self.free: list[Node] = free_nodes(nodes, live, exclusive=False)  # the pool gives these to any job
+        self.taken = taken if taken is not None else set()  # ids of the nodes jobs were counted on
 
-    def take(self, job: Demand) -> list[Node] | None:
+    def take(self, job: Demand) -> bool:
+        """Whether an idle node fits ``job`` (it is then counted on to take it)."""
         if job.nodes > 1 or not self.free:
-            return None  # gangs get a fresh, co-located launch
+            return False  # gangs get a fresh, co-located launch
         for i, n in enumerate(self.free):
             fits = n.offering.gpus_per_node >= job.gpus
             if fits and (not job.gpu_model or job.gpu_model == n.offering.gpu_model):
-                return [self.free.pop(i)]
-        return None
+                self.taken.add(self.free.pop(i).node_id)
+                return True
+        return False
 
 
 
@@ -200,7 +203,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     queue = queue or ReservedQueue(now, snapshot.pool_nodes, snapshot.running)
     book = offer_book(snapshot, cost)
     live = live_jobs(snapshot)
-    idle = _IdleCapacity(snapshot.cloud_nodes, live)
+    idle = _IdleCapacity(snapshot.cloud_nodes, live, taken)
     room = _Room(snapshot, queue)
     served = {n.for_job for n in snapshot.cloud_nodes if n.for_job is not None and n.state.value in USABLE}
     served |= incoming
@@ -216,7 +219,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
             continue
         wait_s = queue.expected_wait_s(job)
         waited_s = (now - job.submitted_at).total_seconds()
-        if wait_s > 0.0 and _took(idle.take(job), taken):
+        if wait_s > 0.0 and idle.take(job):
             continue
         queued_s = (now - (job.queued_at or job.submitted_at)).total_seconds()
         # the pool may not have looked yet, or it will surely start it: it fits and so does the queue
@@ -225,7 +228,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         deferring = offering is not None and defers(job, waited_s, now, cost, params, offering, scale)
         launch = None if offering is None else _consider(job, offering, deferring, wait_s, waited_s, now, cost,
                                                          params, scale)
-        if launch is not None and wait_s == 0.0 and _took(idle.take(job), taken):
+        if launch is not None and wait_s == 0.0 and idle.take(job):
             continue
         if launch is not None and offering is not None and standby is not None and standby.free and \
                 standby.take(job, _may_take(job, offering, now, cost, params, long), now, launch):
@@ -250,15 +253,6 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     if standby is not None and standby.stock:
         launches += stock_launches(standby, now, cost.p.launch_latency_s)
     return launches
-
-
-def _took(nodes: list[Node] | None, taken: set[str] | None) -> bool:
-    """Whether an idle node took the job (``nodes``), noting it in ``taken``."""
-    if nodes is None:
-        return False
-    if taken is not None:
-        taken.update(n.node_id for n in nodes)
-    return True
 
 
 def _may_take(job: Demand, chosen: Offering, now: datetime, cost: CostModel,
