@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, RowMapping, Table, create_engine, delete, func, insert, select, true
+from sqlalchemy import Connection, Engine, RowMapping, create_engine, delete, func, insert, select, true
 from sqlalchemy.exc import SQLAlchemyError
 
 from burster.clock import utc_now
@@ -27,6 +27,7 @@ from burster.model import CheckpointTicket, Interruption, Offering
 from burster.plan import Launch
 from burster.redact import redact, redact_url
 from burster.sqllease import LEASE_S, Lease
+from burster.sqlrows import KEYED, ledger_entry_of, ledger_row, node_row, record_of
 from burster.sqlschema import (
     blocks,
     failed_requests,
@@ -38,13 +39,12 @@ from burster.sqlschema import (
     nodes,
     notices,
     offering_from,
-    offering_json,
     schema_lag,
     tickets,
     upgrade,
     watched_ends,
 )
-from burster.state import EndWatch, LedgerEntry, MemoryState, NodeRecord
+from burster.state import EndWatch, MemoryState, NodeRecord
 
 # Ended nodes and ledger entries a controller loads: longer than any budget period (a month), so the
 # period's spend is whole in memory; older ones count in the all-time spend and stay in the database.
@@ -199,12 +199,13 @@ class SqlState(MemoryState):
         if self._dirty:
             ids = sorted(self._dirty)
             steps += [(delete(nodes).where(nodes.c.cluster == self.cluster, nodes.c.node_id.in_(ids)), None),
-                      (insert(nodes), [self._node_row(self.nodes[i]) for i in ids])]
+                      (insert(nodes), [node_row(self.cluster, self._seq[i], self.nodes[i], self.is_live(i))
+                                       for i in ids])]
         new = self.ledger[self._saved_ledger:]
         if new:  # (rows a commit wrote whose reply was lost go first: each step may be made again)
             first = self._ledger_seq0 + self._saved_ledger
             steps += [(delete(ledger).where(ledger.c.cluster == self.cluster, ledger.c.seq >= first), None),
-                      (insert(ledger), [_ledger_row(self.cluster, first + k, e) for k, e in enumerate(new)])]
+                      (insert(ledger), [ledger_row(self.cluster, first + k, e) for k, e in enumerate(new)])]
         saved: dict[str, Any] = {"intents": dict(self.intents), "tickets": dict(self.tickets),
                                  "blocks": self._blocks(), "failed": dict(self.failed_requests),
                                  "notices": dict(self.notices), "watched": dict(self.watched)}
@@ -273,11 +274,7 @@ class SqlState(MemoryState):
             offering = self._offerings.get(r["offering"])
             if offering is None:  # by their JSON: a cluster's nodes share a few dozen
                 offering = self._offerings[r["offering"]] = offering_from(json.loads(r["offering"]))
-            rec = NodeRecord(
-                node_id=r["node_id"], provider=r["provider"], offering=offering,
-                request_id=r["request_id"], launched_at=r["launched_at"], state=NodeState(r["state"]),
-                for_job=r["for_job"], team=r["team"], project=r["project"], sprint=r["sprint"],
-                reason=r["reason"], idle_since=r["idle_since"], ended_at=r["ended_at"], exclusive=r["exclusive"])
+            rec = record_of(r, offering)
             self.restore(rec, live=r["live"])
             self._seq[rec.node_id] = r["seq"]
             count += 1
@@ -298,7 +295,7 @@ class SqlState(MemoryState):
         self._ledger_seq0 = first
         rows = conn.execute(select(ledger).where(mine, ledger.c.seq >= first).order_by(ledger.c.seq)).mappings()
         for r in rows:
-            self.charge(LedgerEntry(**{c: r[c] for c in _LEDGER_FIELDS}))
+            self.charge(ledger_entry_of(r))
         self._saved_ledger = len(self.ledger)
 
     def _horizon(self, conn: Connection) -> datetime | None:
@@ -320,7 +317,7 @@ class SqlState(MemoryState):
         before = self._saved[name]
         if now == before:
             return []
-        table, key, row = _KEYED[name]
+        table, key, row = KEYED[name]
         steps: list[tuple[Any, list[dict[str, Any]] | None]] = []
         stale = [k for k in before if now.get(k, _GONE) != before[k]]
         fresh = [k for k in now if before.get(k, _GONE) != now[k]]
@@ -330,15 +327,6 @@ class SqlState(MemoryState):
         if fresh:
             steps.append((insert(table), [{"cluster": self.cluster, key.name: k, **row(now[k])} for k in fresh]))
         return steps
-
-    def _node_row(self, rec: NodeRecord) -> dict[str, Any]:
-        return {
-            "cluster": self.cluster, "node_id": rec.node_id, "seq": self._seq[rec.node_id],
-            "provider": rec.provider, "request_id": rec.request_id, "offering": json.dumps(offering_json(rec.offering)),
-            "launched_at": rec.launched_at, "state": rec.state.value, "for_job": rec.for_job, "team": rec.team,
-            "project": rec.project, "sprint": rec.sprint, "reason": rec.reason, "idle_since": rec.idle_since,
-            "ended_at": rec.ended_at, "exclusive": rec.exclusive, "live": self.is_live(rec.node_id),
-        }
 
     def _load(self, conn: Connection) -> None:
         mine = self.cluster
@@ -373,18 +361,7 @@ class SqlState(MemoryState):
 
 
 _GONE = object()
-# the small keyed tables: (table, key column, the other columns of a value)
-_KEYED: dict[str, tuple[Table, Any, Any]] = {
-    "intents": (intents, intents.c.request_id, lambda a: {"launch": json.dumps(launch_json(a))}),
-    "tickets": (tickets, tickets.c.node_id, lambda t: {"job_id": t.job_id, "deadline": t.deadline, "done": t.done,
-                                                       "saved_s": t.saved_s}),
-    "blocks": (blocks, blocks.c.offering_key, lambda v: {"blocked_until": v[0], "strikes": v[1]}),
-    "failed": (failed_requests, failed_requests.c.request_id, lambda tries: {"tries": tries}),
-    "notices": (notices, notices.c.node_id, lambda n: {"provider": n.provider, "kind": n.kind,
-                                                       "notice_at": n.notice_at, "terminate_at": n.terminate_at}),
-    "watched": (watched_ends, watched_ends.c.node_id, lambda w: {"ended_at": w.ended_at, "unseen": w.unseen,
-                                                                 "running": w.running}),
-}
+
 
 
 def _utc(at: datetime) -> datetime:
@@ -396,11 +373,3 @@ def _why(err: BaseException) -> str:
     """The driver's own message (SQLAlchemy's wraps it with the SQL and a link), redacted."""
     orig = getattr(err, "orig", None)
     return redact(str(orig if orig is not None else err).strip().splitlines()[0])
-
-
-_LEDGER_FIELDS = ("node_id", "provider", "market", "instance_type", "region", "team", "project", "sprint",
-                  "reason", "start", "end", "billed_s", "usd")
-
-
-def _ledger_row(cluster: str, seq: int, e: LedgerEntry) -> dict[str, Any]:
-    return {"cluster": cluster, "seq": seq, **{c: getattr(e, c) for c in _LEDGER_FIELDS}}
