@@ -27,9 +27,12 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+MAX_POOL_NODES = 100_000
+
+
 class PoolConfig(_Section):
     kind: Literal["sim"] = "sim"
-    nodes: int = Field(default=16, ge=0, le=100_000)
+    nodes: int = Field(default=16, ge=0, le=MAX_POOL_NODES)
     gpus_per_node: int = Field(default=8, ge=1, le=64)
     gpu_model: str = Field(default="V100", min_length=1, max_length=64)  # e.g. V100, A100-80GB
     requeue: Requeue = Field(default=Requeue.SUBMISSION, strict=False)  # given as its string value

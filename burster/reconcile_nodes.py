@@ -135,7 +135,7 @@ class NodeBook:
                         watched[n.node_id] = replace(w, running=True)
                         if w.unseen or now - w.ended_at >= grace:
                             self.strays[n.node_id] = provider
-                elif (rec.state is NodeState.TERMINATING) is not (n.state is NodeState.TERMINATING):
+                elif NodeState.TERMINATING in (rec.state, n.state) and rec.state is not n.state:
                     self.unterminated.add(n.node_id)  # our terminate failed, or it stops outside us
                 elif rec.state is not n.state:
                     self.follow(n.node_id, n.state)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from burster.cli import finite_float
+from burster.config import MAX_POOL_NODES
 from burster.errors import ConfigError
 
 MAX_WORKERS = 64  # each worker is a whole Python process with the simulator loaded
@@ -82,9 +83,6 @@ def parse_seeds(text: str | None, quick: bool) -> list[int]:
     if not seeds or min(seeds) < 0:
         raise ConfigError(f"--seeds must be whole numbers >= 0 like 0,1,2; got {text!r}")
     return list(dict.fromkeys(seeds))
-
-
-MAX_POOL_NODES = 100_000  # as config's pool.nodes
 
 
 def _check_numbers(args: argparse.Namespace) -> None:

@@ -109,9 +109,5 @@ class OnPremNodes:
             self._views[k] = replace(self._views[k], held_for="")
         return len(mine)
 
-    def held_free(self, job_id: str = "") -> int:
-        """Free GPUs on nodes held for jobs other than ``job_id``."""
-        return sum(self.free[i] for i, (j, _) in self.held.items() if j != job_id)
-
     def pool_nodes(self) -> tuple[PoolNode, ...]:
         return tuple(self._views)
