@@ -4,7 +4,8 @@
   the request id and the index, so a retry re-finds what the first try made), then the long-running
   operations are polled together. VMs whose allocation failed are deleted again; the ones that came
   up are returned, or carried by PartialLaunchError.
-- list: GET the resource group's VMs, keep those tagged managed-by=burster and burster-cluster.
+- list: GET the resource group's VMs, keep those tagged managed-by=burster and burster-cluster; a
+  few instance views a listing tell which are stopped or deallocated (``power.py``).
 - terminate: DELETE (202, not awaited) of tagged VMs only; unknown ids are ignored.
 - interruptions: Scheduled Events documents posted by the node agent (``report_scheduled_events``).
 """
@@ -28,6 +29,7 @@ from burster.model import Interruption, Node, Offering, tagged_exclusive
 from burster.retry import call_with_backoff
 from providers.azure import vms
 from providers.azure.errors import PROVIDER, retry_after_of, translate
+from providers.azure.power import PowerWatch
 from providers.azure.pricing import PriceBook
 from providers.azure.scheduled_events import interruptions_of, parse_document
 
@@ -83,6 +85,7 @@ class AzureProvider:
         self._pending: list[Interruption] = []
         self._seen: dict[tuple[str, str], None] = {}
         self._blocked: dict[str, datetime] = {}  # offering key -> unavailable until
+        self._power = PowerWatch(self._read_view, now)
 
     # --- CloudProvider -------------------------------------------------------------------
     def offerings(self) -> Sequence[Offering]:
@@ -92,7 +95,11 @@ class AzureProvider:
                 for o in self._prices.offerings()]
 
     def list_nodes(self) -> Sequence[Node]:
-        return [self._to_node(vm) for vm in self._list_raw() if vms.is_ours(vm, self._cluster)]
+        """Our VMs; a provisioned one whose instance view shows it stopped or deallocated is
+        TERMINATING (it still bills, and runs nothing): the controller deletes it."""
+        ours = [vm for vm in self._list_raw() if vms.is_ours(vm, self._cluster)]
+        stopped = self._power.stopped([str(vm.get("name")) for vm in ours if vms.state_of(vm) is NodeState.READY])
+        return [self._to_node(vm, stopped=str(vm.get("name")) in stopped) for vm in ours]
 
     def launch(
         self, offering: Offering, count: int, *, request_id: str,
@@ -170,7 +177,7 @@ class AzureProvider:
         return new
 
     # --- internals -----------------------------------------------------------------------
-    def _call(self, fn: Callable[[], T], *, doing: str, offering_key: str = "") -> T:
+    def _call(self, fn: Callable[[], T], *, doing: str, offering_key: str = "", attempts: int = 0) -> T:
         """One SDK call with Burster's backoff; SDK errors become ProviderErrors."""
         from azure.core.exceptions import AzureError
 
@@ -181,11 +188,16 @@ class AzureProvider:
                 raise translate(err, doing=doing, offering_key=offering_key,
                                 subscription=self._subscription, retry_after_s=retry_after_of(err)) from err
 
-        return call_with_backoff(once, attempts=self._attempts, sleep=self._sleep)
+        return call_with_backoff(once, attempts=attempts or self._attempts, sleep=self._sleep)
 
     def _list_raw(self, offering_key: str = "") -> list[dict[str, Any]]:
         return self._call(lambda: [_wire(vm) for vm in self._vms.list(self._rg)],
                           doing=f"listing VMs of resource group {self._rg}", offering_key=offering_key)
+
+    def _read_view(self, name: str) -> dict[str, Any]:
+        """One VM's instance view, one try (a throttled read waits for a later listing)."""
+        return self._call(lambda: _wire(self._vms.instance_view(self._rg, name)),
+                          doing=f"reading the instance view of VM {name}", attempts=1)
 
     def _check(self, offering: Offering) -> None:
         if offering.provider != PROVIDER or offering.region != self._location:
@@ -279,14 +291,15 @@ class AzureProvider:
             except ProviderError as err:
                 log.warning("azure: failed VM %s may linger: %s", name, err)
 
-    def _to_node(self, vm: Mapping[str, Any]) -> Node:
+    def _to_node(self, vm: Mapping[str, Any], *, stopped: bool = False) -> Node:
         tags = vm.get("tags") or {}
         size, market = vms.vm_size_of(vm), vms.market_of(vm)
         location = str(vm.get("location") or self._location)
         key = (location, size, market)
         offering = (self._prices.known(key) or self._catalog.get(key)
                     or Offering(PROVIDER, location, location, size, "unknown", 1, market, 0.0))
-        return Node(str(vm.get("name")), offering, vms.state_of(vm), vms.created_at(vm) or self._now(),
+        state = NodeState.TERMINATING if stopped else vms.state_of(vm)
+        return Node(str(vm.get("name")), offering, state, vms.created_at(vm) or self._now(),
                     str(tags.get(vms.REQUEST_TAG, "")), team=str(tags.get("team", "")),
                     exclusive=tagged_exclusive(tags))
 

@@ -1,7 +1,7 @@
 """A local HTTPS fake of the public ARM REST API for Microsoft.Compute/virtualMachines.
 
 Shapes follow Microsoft's documentation:
-- VirtualMachines Create Or Update / Get / List / Delete (azure-rest-api-specs examples, e.g.
+- VirtualMachines Create Or Update / Get / List / Delete / Instance View (azure-rest-api-specs examples, e.g.
   VirtualMachine_Create_WithNetworkInterfaceConfiguration.json): PUT answers 201 (new) or 200
   (existing) with the VM and an ``Azure-AsyncOperation`` header; DELETE answers 202 with ``Location``
   and ``Azure-AsyncOperation`` (204 when the VM does not exist); list is ``{"value", "nextLink"}``.
@@ -19,7 +19,6 @@ Time does not pass by itself: an operation finishes after ``op_polls`` status re
 from __future__ import annotations
 
 import base64
-import binascii
 import copy
 import json
 import re
@@ -32,15 +31,17 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tests.fakes.azure_tls import HttpsServer, LocalTls
+from tests.fakes.azure_validate import error, validate_vm
 
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
 TOKEN = "fake-arm-token"
 Reply = tuple[int, dict[str, str], Any]
 _VM = re.compile(r"^/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.Compute/"
                  r"virtualMachines(?:/([^/]+))?$", re.IGNORECASE)
+_VIEW = re.compile(r"^/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.Compute/"
+                   r"virtualMachines/([^/]+)/instanceView$", re.IGNORECASE)
 _OP = re.compile(r"^/subscriptions/([^/]+)/providers/Microsoft\.Compute/locations/([^/]+)/operations/"
                  r"([^/]+)$", re.IGNORECASE)
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 ALLOCATION_FAILED = ("Allocation failed. We do not have sufficient capacity for the requested VM size in "
                      "this region. Read more about improving likelihood of allocation success at "
                      "http://aka.ms/allocation-guidance")
@@ -51,13 +52,6 @@ ZONAL_ALLOCATION_FAILED = ("Allocation failed. We do not have sufficient capacit
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
-
-
-def error(code: str, message: str, details: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"code": code, "message": message}
-    if details:
-        body["details"] = details
-    return {"error": body}
 
 
 def sku_not_available(resource_id: str, location: str, subscription: str) -> dict[str, Any]:
@@ -110,6 +104,7 @@ class FakeArm:
         self.denied: set[str] = set()
         self.tokens = {TOKEN}
         self.requests: list[tuple[str, str]] = []
+        self.power: dict[tuple[str, str], str] = {}  # (group, VM) -> PowerState, once created
         self.server = HttpsServer(self, tls).start()
         self.url = self.server.url
 
@@ -156,6 +151,12 @@ class FakeArm:
         with self.lock:
             self.groups[group.lower()].pop(name.lower(), None)
 
+    def power_off(self, group: str, name: str, state: str = "deallocated") -> None:
+        """The VM is stopped outside the controller (portal, guest shutdown): ``stopped`` keeps
+        its host and bills compute, ``deallocated`` releases it; the model view does not change."""
+        with self.lock:
+            self.power[(group.lower(), name.lower())] = state
+
     def vm(self, group: str, name: str) -> dict[str, Any] | None:
         with self.lock:
             return copy.deepcopy(self.groups.get(group.lower(), {}).get(name.lower()))
@@ -194,6 +195,9 @@ class FakeArm:
             if self.throttled > 0:
                 self.throttled -= 1
                 return self._throttle(method)
+            m_view = _VIEW.match(path)
+            if m_view and method == "GET":
+                return self._instance_view(*m_view.groups())
             m_vm, m_op = _VM.match(path), _OP.match(path)
             sub = (m_vm or m_op).group(1) if (m_vm or m_op) else ""
             if not (m_vm or m_op):
@@ -263,8 +267,11 @@ class FakeArm:
         if op.kind == "delete":
             vms.pop(op.name, None)
             self.private.pop((op.group, op.name), None)
+            self.power.pop((op.group, op.name), None)
         elif op.name in vms:
             vms[op.name]["properties"]["provisioningState"] = "Failed" if op.failure else "Succeeded"
+            if not op.failure:
+                self.power.setdefault((op.group, op.name), "running")
 
     def _op(self, location: str, op_id: str, query: Mapping[str, str]) -> Reply:
         op = self.ops.get(op_id)
@@ -284,6 +291,27 @@ class FakeArm:
         if op.failure:
             body.update(op.failure)
         return 200, {}, body
+
+    def _instance_view(self, sub: str, group: str, name: str) -> Reply:
+        """VirtualMachines_InstanceView: ``statuses`` holds ProvisioningState/<state> and, once the VM
+        has been allocated, PowerState/<state> (running, stopped, deallocated, ...)."""
+        if sub != self.subscription:
+            return 404, {}, error("SubscriptionNotFound", f"The subscription '{sub}' could not be found.")
+        if "Microsoft.Compute/virtualMachines/instanceView/read" in self.denied:
+            return 403, {}, error("AuthorizationFailed", "The client 'burster-test' does not have authorization "
+                                  "to perform action 'Microsoft.Compute/virtualMachines/instanceView/read'.")
+        vm = self.groups.get(group.lower(), {}).get(name.lower())
+        if vm is None:
+            return 404, {}, error("ResourceNotFound", f"The Resource 'Microsoft.Compute/virtualMachines/{name}' "
+                                  f"under resource group '{group}' was not found.")
+        state = vm["properties"]["provisioningState"]
+        statuses = [{"code": f"ProvisioningState/{state.lower()}", "level": "Info",
+                     "displayStatus": f"Provisioning {state.lower()}", "time": _now()}]
+        power = self.power.get((group.lower(), name.lower()))
+        if power:
+            statuses.append({"code": f"PowerState/{power}", "level": "Info", "displayStatus": f"VM {power}"})
+        return 200, {}, {"computerName": vm["properties"].get("osProfile", {}).get("computerName", name),
+                         "osName": "ubuntu", "osVersion": "22.04", "statuses": statuses}
 
     def _list(self, group: str, query: Mapping[str, str]) -> Reply:
         vms = list(self.groups[group.lower()].values())
@@ -390,54 +418,3 @@ class FakeArm:
         if "identity" in body:
             vm["identity"] = copy.deepcopy(body["identity"])
         return vm
-
-
-def validate_vm(name: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The 400 InvalidParameter answers Compute gives for the body mistakes an adapter can make."""
-    def bad(target: str, message: str) -> dict[str, Any]:
-        return {"error": {"code": "InvalidParameter", "message": message, "target": target}}
-
-    if not body.get("location"):
-        return error("LocationRequired", "The location property is required for this definition.")
-    if not _NAME.match(name) or name.endswith((".", "-")):
-        return bad("vmName", f"The VM name '{name}' is invalid.")
-    props = body.get("properties") or {}
-    if not (props.get("hardwareProfile") or {}).get("vmSize"):
-        return bad("hardwareProfile.vmSize", "Required parameter 'hardwareProfile.vmSize' is missing (null).")
-    tags = body.get("tags") or {}
-    if len(tags) > 50 or any(len(k) > 512 or len(str(v)) > 256 for k, v in tags.items()):
-        return bad("tags", "A resource can have at most 50 tags; tag names are limited to 512 characters "
-                   "and values to 256.")
-    priority = props.get("priority", "Regular")
-    if priority not in ("Regular", "Low", "Spot"):
-        return bad("priority", f"The value '{priority}' of parameter 'priority' is not allowed.")
-    if priority == "Regular" and ("evictionPolicy" in props or "billingProfile" in props):
-        return bad("evictionPolicy", "Eviction policy and max price can be set only on Azure Spot Virtual "
-                   "Machines.")
-    if priority == "Spot" and props.get("evictionPolicy") not in ("Deallocate", "Delete"):
-        return bad("evictionPolicy", "Azure Spot Virtual Machines need evictionPolicy Deallocate or Delete.")
-    network = props.get("networkProfile") or {}
-    if network.get("networkInterfaceConfigurations") and not network.get("networkApiVersion"):
-        return bad("networkProfile.networkApiVersion", "networkApiVersion is required when "
-                   "networkInterfaceConfigurations are given.")
-    if not (network.get("networkInterfaces") or network.get("networkInterfaceConfigurations")):
-        return bad("networkProfile", "The VM needs at least one network interface.")
-    os_profile = props.get("osProfile") or {}
-    computer = os_profile.get("computerName", name)
-    if len(computer) > 64 or not re.match(r"^[A-Za-z0-9-]+$", computer) or computer.isdigit():
-        return bad("osProfile.computerName", "Linux host name cannot exceed 64 characters in length or "
-                   "contain the following characters: ` ~ ! @ # $ % ^ & * ( ) = + _ [ ] { } \\ | ; : ' \" , "
-                   "< > / ?.")
-    custom = os_profile.get("customData")
-    if custom is not None:
-        try:
-            base64.b64decode(custom, validate=True)
-            assert len(custom) <= 87380
-        except (binascii.Error, ValueError, AssertionError):
-            return bad("customData", "Custom data in OSProfile must be in Base64 encoding and with a "
-                       "maximum length of 87380 characters.")
-    linux = os_profile.get("linuxConfiguration") or {}
-    if linux.get("disablePasswordAuthentication") and not (linux.get("ssh") or {}).get("publicKeys"):
-        return bad("linuxConfiguration.ssh.publicKeys", "Authentication using either SSH or by user name "
-                   "and password must be enabled in Linux profile.")
-    return None

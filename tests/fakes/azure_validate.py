@@ -1,0 +1,71 @@
+"""The 400 answers Compute gives for the VM body mistakes an adapter can make (ARM's InvalidParameter
+and friends), for the ARM fake in azure_arm.py."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def error(code: str, message: str, details: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """An ARM error body: ``{"error": {"code", "message", "details"?}}``."""
+    body: dict[str, Any] = {"code": code, "message": message}
+    if details:
+        body["details"] = details
+    return {"error": body}
+
+
+def validate_vm(name: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The 400 InvalidParameter answers Compute gives for the body mistakes an adapter can make."""
+    def bad(target: str, message: str) -> dict[str, Any]:
+        return {"error": {"code": "InvalidParameter", "message": message, "target": target}}
+
+    if not body.get("location"):
+        return error("LocationRequired", "The location property is required for this definition.")
+    if not _NAME.match(name) or name.endswith((".", "-")):
+        return bad("vmName", f"The VM name '{name}' is invalid.")
+    props = body.get("properties") or {}
+    if not (props.get("hardwareProfile") or {}).get("vmSize"):
+        return bad("hardwareProfile.vmSize", "Required parameter 'hardwareProfile.vmSize' is missing (null).")
+    tags = body.get("tags") or {}
+    if len(tags) > 50 or any(len(k) > 512 or len(str(v)) > 256 for k, v in tags.items()):
+        return bad("tags", "A resource can have at most 50 tags; tag names are limited to 512 characters "
+                   "and values to 256.")
+    priority = props.get("priority", "Regular")
+    if priority not in ("Regular", "Low", "Spot"):
+        return bad("priority", f"The value '{priority}' of parameter 'priority' is not allowed.")
+    if priority == "Regular" and ("evictionPolicy" in props or "billingProfile" in props):
+        return bad("evictionPolicy", "Eviction policy and max price can be set only on Azure Spot Virtual "
+                   "Machines.")
+    if priority == "Spot" and props.get("evictionPolicy") not in ("Deallocate", "Delete"):
+        return bad("evictionPolicy", "Azure Spot Virtual Machines need evictionPolicy Deallocate or Delete.")
+    network = props.get("networkProfile") or {}
+    if network.get("networkInterfaceConfigurations") and not network.get("networkApiVersion"):
+        return bad("networkProfile.networkApiVersion", "networkApiVersion is required when "
+                   "networkInterfaceConfigurations are given.")
+    if not (network.get("networkInterfaces") or network.get("networkInterfaceConfigurations")):
+        return bad("networkProfile", "The VM needs at least one network interface.")
+    os_profile = props.get("osProfile") or {}
+    computer = os_profile.get("computerName", name)
+    if len(computer) > 64 or not re.match(r"^[A-Za-z0-9-]+$", computer) or computer.isdigit():
+        return bad("osProfile.computerName", "Linux host name cannot exceed 64 characters in length or "
+                   "contain the following characters: ` ~ ! @ # $ % ^ & * ( ) = + _ [ ] { } \\ | ; : ' \" , "
+                   "< > / ?.")
+    custom = os_profile.get("customData")
+    if custom is not None:
+        try:
+            base64.b64decode(custom, validate=True)
+            assert len(custom) <= 87380
+        except (binascii.Error, ValueError, AssertionError):
+            return bad("customData", "Custom data in OSProfile must be in Base64 encoding and with a "
+                       "maximum length of 87380 characters.")
+    linux = os_profile.get("linuxConfiguration") or {}
+    if linux.get("disablePasswordAuthentication") and not (linux.get("ssh") or {}).get("publicKeys"):
+        return bad("linuxConfiguration.ssh.publicKeys", "Authentication using either SSH or by user name "
+                   "and password must be enabled in Linux profile.")
+    return None
