@@ -10,6 +10,7 @@ Known catalog quirks are corrected here and listed in ``QUIRKS``.
 from __future__ import annotations
 
 import csv
+import logging
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -19,6 +20,8 @@ from pathlib import Path
 from burster.config import PROVIDERS
 from burster.errors import InputError
 from burster.model import Market, Offering
+
+_log = logging.getLogger("burster.catalog")
 from burster.shared_data import shared_data_dir
 from burster.textfile import text_lines
 
@@ -108,16 +111,22 @@ def _pair(provider: str, region: str, zone: str, itype: str, gpu: str, gpus: int
     return out
 
 
-NO_GPUS = "with AcceleratorCount not a whole number >= 1"
-NO_PRICE = "with neither Price nor SpotPrice above 0"
+NO_GPUS = "with AcceleratorCount not a whole number >= 1 (skipped)"
+NO_PRICE = "with neither Price nor SpotPrice above 0 (skipped)"
+SPOT_NOT_CHEAPER = "with a SpotPrice not below Price (their spot offer left out)"
 
 
 def _usable(path: Path, offerings: list[Offering], skipped: Counter[str]) -> list[Offering]:
     """``offerings`` (the first of rows giving the same offering key: a simulated cloud keys its
-    offerings by it), or an InputError saying why none of ``path``'s rows gave one."""
+    offerings by it; rows left out are logged in one line), or an InputError saying why none of
+    ``path``'s rows gave one."""
+    why = ", ".join(f"{n} row(s) {reason}" for reason, n in skipped.items())  # each reason says what was lost
     if offerings:
-        return list({o.key: o for o in reversed(offerings)}.values())[::-1]
-    why = ", ".join(f"{n} row(s) {reason}" for reason, n in skipped.items()) or "it has no data rows"
+        usable = list({o.key: o for o in reversed(offerings)}.values())[::-1]
+        if why:
+            _log.info("%s: %d offerings; %s", path, len(usable), why)
+        return usable
+    why = why or "it has no data rows"
     raise InputError(f"{path}: no usable price rows ({why}); fix the rows or leave the file out")
 
 
@@ -155,6 +164,7 @@ def load_azure(path: Path) -> list[Offering]:
         spot = row.number("SpotPrice", optional=True)
         if spot is not None and price is not None and spot >= price:
             spot = None  # no spot discount recorded: treat as no spot offer
+            skipped[SPOT_NOT_CHEAPER] += 1
         region = row.text("Region")
         pair = _pair("azure", region, region, itype, row.text("AcceleratorName"), gpus, price, spot)
         if not pair:
@@ -188,8 +198,8 @@ def load_gcp(path: Path) -> list[Offering]:
         itype, zone = row.text("InstanceType"), row.text("AvailabilityZone")
         gpu = gcp_gpu_of(itype)
         if gpu is None or (zone, gpu[0], gpu[1]) not in accel:
-            skipped["of host VMs that are not a2/a3 GPU machine types" if gpu is None
-                    else "of host VMs with no accelerator row for their zone"] += 1
+            skipped["of host VMs that are not a2/a3 GPU machine types (skipped)" if gpu is None
+                    else "of host VMs with no accelerator row for their zone (skipped)"] += 1
             continue
         a_od, a_spot = accel[(zone, gpu[0], gpu[1])]
         h_od, h_spot = row.number("Price", optional=True), row.number("SpotPrice", optional=True)
@@ -197,12 +207,13 @@ def load_gcp(path: Path) -> list[Offering]:
         spot = h_spot + a_spot if h_spot is not None and a_spot is not None else None
         if spot is not None and od is not None and spot >= od:
             spot = None  # catalog quirk: spot above on-demand
+            skipped[SPOT_NOT_CHEAPER] += 1
         pair = _pair("gcp", row.text("Region"), zone, itype, gpu[0], gpu[1], od, spot)
         if not pair:
             skipped[NO_PRICE] += 1
         out += pair
     if not hosts:
-        skipped["of accelerators but no host-VM row to add them to"] += len(accel)
+        skipped["of accelerators but no host-VM row to add them to (skipped)"] += len(accel)
     return _usable(path, out, skipped)
 
 

@@ -26,7 +26,7 @@ def open_binary(path: Path, what: str = "file") -> gzip.GzipFile | io.BufferedRe
     """Open a (possibly gzip-compressed) file; a clear InputError if it is missing or a folder."""
     reject_folder(path, what)
     try:
-        return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+        return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else path.open("rb")
     except FileNotFoundError:
         raise InputError(f"{what} {path} does not exist") from None
     except OSError as exc:

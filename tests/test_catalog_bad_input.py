@@ -96,7 +96,7 @@ def test_a_file_with_no_usable_row_says_which_file_and_why(tmp_path: Path, row: 
     with pytest.raises(InputError) as info:
         load_catalog(tmp_path)
     msg = str(info.value)
-    assert msg.startswith(f"{path}: no usable price rows (1 row(s) with {why})")
+    assert msg.startswith(f"{path}: no usable price rows (1 row(s) with {why} (skipped))")
     assert "no price catalog files" not in msg
 
 
@@ -128,3 +128,25 @@ def test_max_price_must_be_finite_and_not_negative(bound: float) -> None:
     offers = [Offering("aws", "us-east-1", "use1-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 1.0)]
     with pytest.raises(InputError, match="--max-price: must be 0 or more"):
         query_offers(offers, OfferFilter(max_price=bound), lambda o: o.price_per_gpu_hour_usd)
+
+
+def test_rows_left_out_of_a_usable_file_are_reported_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A partial-GPU row beside good ones used to vanish without a word (the count was told only
+    when no row was usable)."""
+    (tmp_path / AWS).write_text(HEADER + "p3.2xlarge,V100,1,8,61,3.06,0.9,us-east-1,use1-az1\n"
+                                "g4ad.xlarge,V520,0.5,4,16,0.38,0.1,us-east-1,use1-az1\n")
+    assert main(["offerings", "--prices", str(tmp_path), "--json"]) == 0
+    err = capsys.readouterr().err
+    assert f"burster: {tmp_path / AWS}: 2 offerings; 1 row(s) with AcceleratorCount not a whole number >= 1 (skipped)" in err
+
+
+def test_a_spot_price_not_below_on_demand_is_counted_as_a_spot_offer_left_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / FILES["azure"]).write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region\n"
+        "Standard_NC6s_v3,V100,1,6,112,3.06,3.50,eastus\nStandard_NC12s_v3,V100,2,12,224,6.12,1.2,eastus\n")
+    offers = load_catalog(tmp_path, providers=["azure"])
+    assert sorted((o.instance_type, o.market.value) for o in offers) == [
+        ("Standard_NC12s_v3", "on_demand"), ("Standard_NC12s_v3", "spot"), ("Standard_NC6s_v3", "on_demand")]
+    assert main(["offerings", "--prices", str(tmp_path), "--provider", "azure", "--json"]) == 0
+    assert "3 offerings; 1 row(s) with a SpotPrice not below Price (their spot offer left out)" in capsys.readouterr().err

@@ -52,16 +52,18 @@ class _Stderr(logging.Handler):
         print(f"burster: {self.format(record)}", file=sys.stderr)
 
 
-def show_trace_summaries() -> None:
-    """Let the trace loaders' one-line summaries (jobs loaded, rows skipped and why) reach stderr."""
-    logger = logging.getLogger("burster.traces")
-    if not any(isinstance(h, _Stderr) for h in logger.handlers):
-        logger.addHandler(_Stderr())
-        logger.setLevel(logging.INFO)
+def show_load_summaries() -> None:
+    """Let the trace and price-catalog loaders' one-line summaries (what loaded, which rows were
+    left out and why) reach stderr."""
+    for name in ("burster.traces", "burster.catalog"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, _Stderr) for h in logger.handlers):
+            logger.addHandler(_Stderr())
+            logger.setLevel(logging.INFO)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    show_trace_summaries()
+    show_load_summaries()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

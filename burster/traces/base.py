@@ -125,22 +125,39 @@ class Row:
 
 
 def csv_rows(path: Path, required: Sequence[str]) -> Iterator[Row]:
-    """Rows of a CSV file whose header must hold ``required`` columns."""
+    """Rows of a CSV file whose header must hold ``required`` columns (names stripped of spaces).
+
+    A row's number is its line in the file (the header is 1; blank lines count, as an editor shows
+    them); a row with more cells than the header has columns, or a quoted cell running over lines
+    (an unclosed quote), is an error, not cut short or read as one long cell."""
     reader = csv.DictReader(text_lines(path))
-    last = 0  # the last row read whole; a CSV error is in the row after it
+    last = 0  # the line the last row read whole ended on; a CSV error is after it
     try:
-        header = reader.fieldnames or []
+        header = [h.strip() for h in reader.fieldnames or []]
+        reader.fieldnames = header
         missing = [c for c in required if c not in header]
         if missing:
             raise InputError(
                 f"{path}: row 1 (header): missing column(s) {', '.join(missing)}; "
                 f"found {', '.join(header) or 'nothing'}"
             )
-        last = 1
-        for last, cells in enumerate(reader, 2):
+        last = reader.line_num
+        for cells in reader:
+            last = reader.line_num
+            if None in cells:
+                extra = cells[None]
+                raise InputError(f"{path}: row {last}: {len(header) + len(extra)} cells for {len(header)} "
+                                 f"header columns; quote cells that hold a comma")
+            texts = [v for v in cells.values() if isinstance(v, str)]
+            breaks = sum(v.count("\n") for v in texts)
+            if breaks:  # a quote left open at the end of the file keeps the last line's break too
+                first = last - breaks + (1 if any(v.endswith("\n") for v in texts) else 0)
+                raise InputError(f"{path}: rows {first}-{last}: a quoted cell runs over {last - first + 1} lines; "
+                                 f"look for an unclosed quote on row {first}")
             yield Row(path, last, cells)
     except csv.Error as exc:
-        raise InputError(f"{path}: row {last + 1}: not readable as CSV ({exc}); look for an unclosed quote") from None
+        where = f"row {last + 1}" if reader.line_num <= last + 1 else f"rows {last + 1}-{reader.line_num}"
+        raise InputError(f"{path}: {where}: not readable as CSV ({exc}); look for an unclosed quote") from None
 
 
 def finish_trace(path: Path, jobs: list[Demand], tally: Counter[str], counts: Counter[str] | None,

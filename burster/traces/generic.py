@@ -12,6 +12,7 @@ count data rows from 1 (CSV rows count the header as row 1, as a spreadsheet sho
 from __future__ import annotations
 
 import importlib
+import logging
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -26,6 +27,7 @@ REQUIRED = ("job_id", "submit_time", "gpus", "runtime_s")
 OPTIONAL = ("nodes", "gpu_model", "priority", "deadline", "job_class", "checkpoint_interval_s", "team", "project",
             "sprint")
 CLASS_NAMES = {c.value: c for c in JobClass} | {"best_effort": JobClass.BEST_EFFORT}
+_log = logging.getLogger("burster.traces")
 
 
 def load_generic(path: Path, *, counts: Counter[str] | None = None) -> Trace:
@@ -35,6 +37,8 @@ def load_generic(path: Path, *, counts: Counter[str] | None = None) -> Trace:
     seen: dict[str, int] = {}
     jobs: list[Demand] = []
     for row in rows:
+        if not seen:
+            _check_columns(path, list(row.cells))
         job_id = row.text("job_id")
         if not job_id or job_id in seen:
             raise row.fail("job_id", f"duplicate of row {seen[job_id]}" if job_id else "empty job id")
@@ -45,6 +49,20 @@ def load_generic(path: Path, *, counts: Counter[str] | None = None) -> Trace:
             continue
         jobs.append(job)
     return finish_trace(path, jobs, tally, counts)
+
+
+def _check_columns(path: Path, columns: list[str]) -> None:
+    """A known column spelled in another case is an error (its values would be lost); any other
+    column Burster does not read is named in a warning."""
+    known = {c.lower(): c for c in (*REQUIRED, *OPTIONAL)}
+    for column in columns:
+        if column not in known.values() and column.lower() in known:
+            raise InputError(f"{path}: row 1 (header): column {column!r}: Burster's column names are lower "
+                             f"case; rename it {known[column.lower()]!r}")
+    unread = [c for c in columns if c not in known.values()]
+    if unread:
+        _log.warning("%s: column(s) %s are not Burster's (docs/traces.md lists them); ignored",
+                     path, ", ".join(repr(c) for c in unread))
 
 
 def _job(row: Row, job_id: str) -> Demand:
@@ -120,8 +138,22 @@ def _parquet_rows(path: Path) -> Iterator[Row]:
     missing = [c for c in REQUIRED if c not in table.column_names]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)}; found {', '.join(table.column_names)}")
-    for i, record in enumerate(table.to_pylist()):
+    try:
+        records = _microsecond_times(table).to_pylist()
+    except (ValueError, OverflowError) as exc:
+        raise InputError(f"{path}: a value cannot be read as Python data ({exc})") from None
+    for i, record in enumerate(records):
         yield Row(path, i + 1, {k: _cell(v) for k, v in record.items()})
+
+
+def _microsecond_times(table: Any) -> Any:
+    """Nanosecond timestamp columns cut to microseconds (Python's datetime holds no finer)."""
+    pa: Any = importlib.import_module("pyarrow")
+    for i, field in enumerate(table.schema):
+        if pa.types.is_timestamp(field.type) and field.type.unit == "ns":
+            table = table.set_column(i, field.name, table.column(i).cast(pa.timestamp("us", field.type.tz),
+                                                                         safe=False))
+    return table
 
 
 def _cell(value: Any) -> str:

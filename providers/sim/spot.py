@@ -197,7 +197,7 @@ def load_series_path(path: Path) -> list[SpotSeries]:
         curated = load_series(path)
         if curated:
             return curated
-        files = [f for f in sorted(path.rglob("*.json")) if not _staged_elsewhere(f)]
+        files = [f for f in sorted(path.rglob("*.json")) if not _staged_elsewhere(f, path)]
     else:
         raise InputError(f"spot trace {path} does not exist")
     if not files:
@@ -208,8 +208,9 @@ def load_series_path(path: Path) -> list[SpotSeries]:
         if staged is not None:
             out.append(read_series(f, staged[0], _gpu_of(f.name, staged[1])))
             continue
-        # whole words of the path below the folder given: "us-east4-c" holds no T4, "/home/dawson" no AWS
-        below = f.relative_to(path) if path.is_dir() else Path(f.name)
+        # whole words of the folder given and the path below it: "us-east4-c" holds no T4, and the
+        # folders above it ("/home/dawson") say nothing
+        below = Path(path.name) / f.relative_to(path) if path.is_dir() else Path(f.name)
         words = set(re.split(r"[^a-z0-9]+", below.with_suffix("").as_posix().lower()))
         provider = next((p for p in ("aws", "gcp", "azure") if p in words), "")
         gpu = next((g.upper() for g in ("a100", "h100", "h200", "v100", "k80", "t4", "l4") if g in words), "")
@@ -226,7 +227,12 @@ def _staged_as(path: Path) -> tuple[str, str] | None:
     return next(((provider, gpu) for sub, provider, gpu in TRACE_GLOBS if folder.endswith(sub)), None)
 
 
-def _staged_elsewhere(path: Path) -> bool:
+def _staged_elsewhere(path: Path, given: Path) -> bool:
     """A file of the staged data sets outside the folders the default uses (e.g. the CPU-instance
-    preemption traces): not GPU spot availability, so a folder below ../shared/data leaves it out too."""
-    return _staged_as(path) is None and any(root in path.parts for root in _STAGED_ROOTS)
+    preemption traces), met under a folder ``given`` at or above a staged data set's root: left out,
+    so naming ../shared/data or a data set's root gives the default's series. A folder given inside
+    a data set (e.g. the V100 preemption traces' own folder) is used whole."""
+    if _staged_as(path) is not None:
+        return False
+    top = len(given.parts) - 1  # the index of the given folder's own name in path.parts
+    return any(part in _STAGED_ROOTS for part in path.parts[top:])

@@ -90,3 +90,14 @@ def test_cloud_and_gpu_are_read_from_whole_words_below_the_folder_given(tmp_path
     _trace(root / "gcp_t4/us-west4-a.json", [1, 1, 0])
     got = {s.name: (s.provider, s.gpu_model) for s in load_series_path(root)}
     assert got == {"gcp/us-east4-c": ("gcp", ""), "gcp_t4/us-west4-a": ("gcp", "T4")}
+
+
+def test_a_folder_inside_a_staged_data_set_is_used_whole(shared: Path) -> None:
+    """The V100 preemption traces' own folder, named on purpose: its files are the series (they
+    used to be filtered out as "elsewhere", and the folder was reported empty); naming the data
+    set's root still leaves them out."""
+    folder = shared / "skypilot_spot_traces/preemption/1-node/aws-04-22-2023"
+    _trace(folder / "us-east-1c_v100_1.json", [1, 1, 0, 1], gap=32)
+    got = _described(load_series_path(folder))
+    assert [(name, provider, gpu) for name, provider, gpu, _, _ in got] == [("aws-04-22-2023/us-east-1c_v100_1", "aws", "V100")]
+    assert not any("us-east-1c_v100" in d[0] for d in _described(load_series_path(shared / "skypilot_spot_traces")))
