@@ -20,6 +20,9 @@ from burster.model import Requeue
 from burster.redact import redact_value
 
 PROVIDERS = ("aws", "gcp", "azure")
+# burster.app.POLICIES builds each (a test keeps the two the same)
+POLICY_NAMES = ("burster", "reserved-only", "on-demand", "greedy-spot", "uniform-progress", "compute-wait")
+DEFAULT_NOTICE_S = {"aws": 120.0, "gcp": 30.0, "azure": 30.0}
 Names = Annotated[tuple[str, ...], Field(strict=False)]  # a TOML array (a list) of strings
 
 
@@ -49,15 +52,16 @@ class CostConfig(_Section):
     launch_latency_sigma: float = Field(default=0.25, ge=0, le=2)
     checkpoint_write_s: float = Field(default=60.0, ge=0, le=3600)
     interruption_notice_s: dict[str, Annotated[float, Field(ge=0, le=3600)]] = Field(
-        default_factory=lambda: {"aws": 120.0, "gcp": 30.0, "azure": 30.0})
+        default_factory=lambda: dict(DEFAULT_NOTICE_S))
 
     @field_validator("interruption_notice_s")
     @classmethod
     def _known_providers(cls, notice: dict[str, float]) -> dict[str, float]:
+        """The providers given, over the defaults of those left out (not 0 s for them)."""
         unknown = sorted(set(notice) - set(PROVIDERS))
         if unknown:
             raise ValueError(f"unknown provider(s) {', '.join(unknown)}; valid: {', '.join(PROVIDERS)}")
-        return notice
+        return {**DEFAULT_NOTICE_S, **notice}
 
 
 class PolicyConfig(_Section):
@@ -80,6 +84,13 @@ class PolicyConfig(_Section):
     risk_switch: bool = True
     standby: bool = False
     standby_window_s: float = Field(default=900.0, ge=60, le=86_400)
+
+    @field_validator("name")
+    @classmethod
+    def _known_policy(cls, name: str) -> str:
+        if name not in POLICY_NAMES:
+            raise ValueError(f"unknown policy; valid: {', '.join(POLICY_NAMES)}")
+        return name
 
 
 class BudgetConfig(_Section):

@@ -47,7 +47,7 @@ def test_demo_table_and_explain_run_as_a_process(tmp_path: Path) -> None:
 def test_unknown_policy_lists_the_valid_ones(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--demo", "--days", "0.1", "--policy", "yolo"]) == 2
     err = capsys.readouterr().err
-    assert "unknown policy 'yolo'" in err and "burster, reserved-only, on-demand" in err
+    assert "policy.name: unknown policy; valid: burster, reserved-only, on-demand" in err and "'yolo'" in err
 
 
 def test_unknown_provider_lists_the_valid_ones(capsys: pytest.CaptureFixture[str]) -> None:
@@ -300,3 +300,13 @@ def test_a_negative_max_nodes_names_the_key_and_its_range(capsys: pytest.Capture
     assert main(["simulate", "--demo", "--max-nodes", "-1"]) == 2
     err = capsys.readouterr().err
     assert "guards.max_nodes" in err and "greater than or equal to 0" in err and "command-line options" in err
+
+
+def test_the_demo_pool_gives_way_to_a_config_that_sizes_the_pool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--demo --config` with `pool.nodes = 4` used to run on 18 nodes without a word."""
+    path = tmp_path / "p4.toml"
+    path.write_text("[pool]\nnodes = 4\n")
+    assert main(["simulate", "--demo", "--days", "0.1", "--config", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pool_gpus"] == 4 * 8
+    assert main(["simulate", "--demo", "--days", "0.1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pool_gpus"] == 18 * 8

@@ -150,3 +150,26 @@ def test_the_join_timeout_reaches_the_policy_and_is_range_checked() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config({"policy": {"join_timeout_s": 30}})
     assert "policy.join_timeout_s" in str(info.value) and "greater than or equal to 60" in str(info.value)
+
+
+def test_an_unknown_policy_in_a_file_names_the_file_and_key(tmp_path: Path) -> None:
+    """It used to pass the config and fail later, after the trace loaded, naming neither."""
+    path = tmp_path / "c.toml"
+    path.write_text('[policy]\nname = "foo"\n')
+    with pytest.raises(ConfigError, match=r"invalid configuration in .*c\.toml:\n  policy\.name: unknown policy; "
+                       r"valid: burster, reserved-only, on-demand, greedy-spot, uniform-progress, compute-wait"):
+        load_config(path)
+
+
+def test_the_policy_names_the_config_accepts_are_the_ones_the_app_builds() -> None:
+    from burster.app import POLICIES
+    from burster.config import POLICY_NAMES
+
+    assert tuple(POLICIES) == POLICY_NAMES
+
+
+def test_a_notice_table_naming_one_provider_keeps_the_others_defaults() -> None:
+    """`interruption_notice_s = {aws = 90}` used to leave GCP and Azure at 0 s of notice."""
+    config = parse_config({"cost": {"interruption_notice_s": {"aws": 90}}})
+    assert config.cost.interruption_notice_s == {"aws": 90.0, "gcp": 30.0, "azure": 30.0}
+    assert cost_model(config).p.interruption_notice_s == {"aws": 90.0, "gcp": 30.0, "azure": 30.0}

@@ -71,7 +71,8 @@ def test_a_negative_team_budget_names_the_team() -> None:
 
 
 def test_an_interruption_notice_for_an_unknown_provider_names_it() -> None:
-    assert parse_config({"cost": {"interruption_notice_s": {"aws": 60}}}).cost.interruption_notice_s == {"aws": 60.0}
+    assert parse_config({"cost": {"interruption_notice_s": {"aws": 60}}}).cost.interruption_notice_s == {
+        "aws": 60.0, "gcp": 30.0, "azure": 30.0}
     msg = _error({"cost": {"interruption_notice_s": {"aws": 60, "oracle": 30}}})
     assert "cost.interruption_notice_s" in msg and "oracle" in msg and "valid: aws, gcp, azure" in msg
     assert "Value error" not in msg

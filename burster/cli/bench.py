@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -192,7 +193,17 @@ def _check_models(settings: list[Any], prices: Path | None) -> None:
         check_models(jobs, offerings, model, PROVIDERS)
 
 
+def _check_solver() -> None:
+    """The offline bound's LP needs HiGHS (the ``eval`` extra): say so before any arm runs."""
+    try:
+        importlib.import_module("highspy")
+    except ImportError:
+        raise ConfigError("burster bench computes the offline lower bound with HiGHS, which is not installed: "
+                          "run `.venv/bin/pip install 'burster[eval]'` (`make test` installs it too)") from None
+
+
 def main(args: argparse.Namespace) -> int:
+    _check_solver()
     from burster.eval.compare import Sources, records, run_suite
     from burster.eval.report import render
     from burster.eval.suite import plan_settings

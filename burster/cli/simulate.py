@@ -27,7 +27,8 @@ def register(sub: Any) -> None:
                     "traces) and a simulated on-prem pool.",
     )
     p.add_argument("--demo", action="store_true",
-                   help="a week of the bundled Philly-derived trace on an 18-node pool (no setup needed)")
+                   help="a week of the bundled Philly-derived trace on an 18-node pool unless --config sets "
+                        "pool.nodes (no setup needed)")
     p.add_argument("--trace", type=Path, help="job trace file (see docs/traces.md for formats)")
     p.add_argument("--trace-format", help="trace format name (default: detected from the file name)")
     p.add_argument("--config", type=Path, help="burster TOML config (pool, cost, policy, budget, guards)")
@@ -67,8 +68,8 @@ def register(sub: Any) -> None:
 def _config(args: argparse.Namespace) -> Any:
     base = load_config(args.config)
     data = base.model_dump()
-    if args.demo and args.pool_nodes is None:
-        data["pool"]["nodes"] = 18
+    if args.demo and args.pool_nodes is None and "nodes" not in base.pool.model_fields_set:
+        data["pool"]["nodes"] = 18  # the demo's pool, unless --config sets pool.nodes
     if args.pool_nodes is not None:
         data["pool"]["nodes"] = args.pool_nodes
     if args.gpus_per_node is not None:

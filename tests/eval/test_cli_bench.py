@@ -209,3 +209,14 @@ def test_two_traces_of_the_same_file_name_stay_two_settings(tmp_path: Path, caps
                  "--pool-nodes", "1", "--seeds", "0", "--json"]) == 0
     recs = json.loads(capsys.readouterr().out)
     assert sorted(r["trace"] for r in recs) == [f"a/{a.name}", f"b/{b.name}"]
+
+
+def test_a_missing_solver_is_a_clear_error_before_any_arm_runs(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """On the core install `make demo` makes, HiGHS is absent: bench used to run its arms, then
+    die in the bound worker with a traceback."""
+    monkeypatch.setitem(sys.modules, "highspy", None)  # what an install without the eval extra gives
+    assert main(["bench", "--quick", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert "burster: error: burster bench computes the offline lower bound with HiGHS" in captured.err
+    assert "pip install 'burster[eval]'" in captured.err and captured.out == ""
