@@ -20,10 +20,10 @@ from pathlib import Path
 from burster.config import PROVIDERS
 from burster.errors import InputError
 from burster.model import Market, Offering
-
-_log = logging.getLogger("burster.catalog")
 from burster.shared_data import shared_data_dir
 from burster.textfile import text_lines
+
+_log = logging.getLogger("burster.catalog")
 
 BUNDLED_DIR = Path(__file__).parent / "data" / "prices"
 SHARED_SUBDIR = "cloud_gpu_prices_skypilot_catalog"

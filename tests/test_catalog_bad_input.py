@@ -130,14 +130,16 @@ def test_max_price_must_be_finite_and_not_negative(bound: float) -> None:
         query_offers(offers, OfferFilter(max_price=bound), lambda o: o.price_per_gpu_hour_usd)
 
 
-def test_rows_left_out_of_a_usable_file_are_reported_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rows_left_out_of_a_usable_file_are_reported_on_stderr(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
     """A partial-GPU row beside good ones used to vanish without a word (the count was told only
     when no row was usable)."""
     (tmp_path / AWS).write_text(HEADER + "p3.2xlarge,V100,1,8,61,3.06,0.9,us-east-1,use1-az1\n"
                                 "g4ad.xlarge,V520,0.5,4,16,0.38,0.1,us-east-1,use1-az1\n")
     assert main(["offerings", "--prices", str(tmp_path), "--json"]) == 0
     err = capsys.readouterr().err
-    assert f"burster: {tmp_path / AWS}: 2 offerings; 1 row(s) with AcceleratorCount not a whole number >= 1 (skipped)" in err
+    said = f"burster: {tmp_path / AWS}: 2 offerings; 1 row(s) with AcceleratorCount not a whole number >= 1 (skipped)"
+    assert said in err
 
 
 def test_a_spot_price_not_below_on_demand_is_counted_as_a_spot_offer_left_out(
@@ -149,4 +151,5 @@ def test_a_spot_price_not_below_on_demand_is_counted_as_a_spot_offer_left_out(
     assert sorted((o.instance_type, o.market.value) for o in offers) == [
         ("Standard_NC12s_v3", "on_demand"), ("Standard_NC12s_v3", "spot"), ("Standard_NC6s_v3", "on_demand")]
     assert main(["offerings", "--prices", str(tmp_path), "--provider", "azure", "--json"]) == 0
-    assert "3 offerings; 1 row(s) with a SpotPrice not below Price (their spot offer left out)" in capsys.readouterr().err
+    said = "3 offerings; 1 row(s) with a SpotPrice not below Price (their spot offer left out)"
+    assert said in capsys.readouterr().err

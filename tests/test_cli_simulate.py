@@ -302,7 +302,8 @@ def test_a_negative_max_nodes_names_the_key_and_its_range(capsys: pytest.Capture
     assert "guards.max_nodes" in err and "greater than or equal to 0" in err and "command-line options" in err
 
 
-def test_the_demo_pool_gives_way_to_a_config_that_sizes_the_pool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_demo_pool_gives_way_to_a_config_that_sizes_the_pool(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """`--demo --config` with `pool.nodes = 4` used to run on 18 nodes without a word."""
     path = tmp_path / "p4.toml"
     path.write_text("[pool]\nnodes = 4\n")

@@ -164,7 +164,7 @@ def test_the_requeue_order_reaches_the_simulated_fifo_pool() -> None:
 
 def test_the_queue_order_reaches_the_simulated_pool() -> None:
     """Same day: a pool serving its queue by start-by runs other jobs on the cloud than a FIFO one (which
-    is cheaper depends on the window since jobs defer to their budgets; BENCHMARKS.md)."""
+    is cheaper depends on the window since jobs defer to their budgets; docs/benchmarks-history.md)."""
     plan = plan_settings([Window(str(DEMO_TRACE), "philly", 1.0, 1.0)], seeds=[0], nodes=[9])
     by_order = {order: run_arm(plan.settings[0], "burster", Sources(order=order)).summary
                 for order in ("start_by", "submission")}

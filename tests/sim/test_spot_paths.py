@@ -99,5 +99,6 @@ def test_a_folder_inside_a_staged_data_set_is_used_whole(shared: Path) -> None:
     folder = shared / "skypilot_spot_traces/preemption/1-node/aws-04-22-2023"
     _trace(folder / "us-east-1c_v100_1.json", [1, 1, 0, 1], gap=32)
     got = _described(load_series_path(folder))
-    assert [(name, provider, gpu) for name, provider, gpu, _, _ in got] == [("aws-04-22-2023/us-east-1c_v100_1", "aws", "V100")]
+    named = [(name, provider, gpu) for name, provider, gpu, _, _ in got]
+    assert named == [("aws-04-22-2023/us-east-1c_v100_1", "aws", "V100")]
     assert not any("us-east-1c_v100" in d[0] for d in _described(load_series_path(shared / "skypilot_spot_traces")))

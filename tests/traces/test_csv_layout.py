@@ -28,7 +28,8 @@ def test_an_unclosed_quote_after_blank_lines_names_its_row(tmp_path: Path) -> No
     path = tmp_path / "jobs.csv"
     path.write_text("job_id,submit_time,gpus,runtime_s\n\na,2026-03-02T09:00:00Z,2,600\n\n"
                     "b,\"2026-03-02T09:00:00Z,2,600\nc,2026-03-02T09:00:00Z,2,600\n")
-    with pytest.raises(InputError, match=r"rows 5-6: a quoted cell runs over 2 lines; look for an unclosed quote on row 5"):
+    with pytest.raises(InputError, match=r"rows 5-6: a quoted cell runs over 2 lines; look for an unclosed quote on "
+                                         r"row 5"):
         load_trace(path, "generic")
 
 
@@ -88,5 +89,6 @@ def test_nanosecond_parquet_times_are_read_to_the_microsecond(tmp_path: Path) ->
 def test_a_closed_quoted_cell_over_lines_names_its_rows(tmp_path: Path) -> None:
     path = tmp_path / "jobs.csv"
     path.write_text("job_id,submit_time,gpus,runtime_s,team\na,2026-03-02T09:00:00Z,2,600,\"vi\nsion\"\n")
-    with pytest.raises(InputError, match=r"rows 2-3: a quoted cell runs over 2 lines; look for an unclosed quote on row 2"):
+    with pytest.raises(InputError, match=r"rows 2-3: a quoted cell runs over 2 lines; look for an unclosed quote on "
+                                         r"row 2"):
         load_trace(path, "generic")
