@@ -31,7 +31,8 @@ TRANSITIONS: dict[NodeState, frozenset[NodeState]] = {
     _S.LAUNCHING: frozenset({_S.JOINING, _S.FAILED, _S.TERMINATING}),
     _S.JOINING: frozenset({_S.READY, _S.FAILED, _S.TERMINATING}),
     _S.READY: frozenset({_S.CHECKPOINTING, _S.DRAINING, _S.TERMINATING, _S.FAILED}),
-    _S.CHECKPOINTING: frozenset({_S.DRAINING, _S.TERMINATING, _S.FAILED}),
+    # back to ready: the job checkpointed left the node and another started there (handshake called off)
+    _S.CHECKPOINTING: frozenset({_S.READY, _S.DRAINING, _S.TERMINATING, _S.FAILED}),
     _S.DRAINING: frozenset({_S.TERMINATING, _S.FAILED}),
     _S.TERMINATING: frozenset({_S.TERMINATED, _S.FAILED}),
     _S.TERMINATED: frozenset(),

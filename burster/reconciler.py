@@ -221,8 +221,12 @@ class Reconciler:
         """Poll each checkpoint in flight; drain and terminate the nodes whose checkpoint is done or
         past its deadline. A call that fails keeps the ticket, to be polled again next pass."""
         for node_id in sorted(self.state.tickets):
+            asked = self.state.tickets[node_id]
             try:
-                ticket = self.pool.checkpoint(node_id, self.state.tickets[node_id].deadline)
+                ticket = self.pool.checkpoint(node_id, asked.deadline)
+                if asked.job_id and ticket.job_id and ticket.job_id != asked.job_id:
+                    self._call_off(node_id, asked.job_id, ticket.job_id)
+                    continue
                 self.state.tickets[node_id] = ticket
                 if ticket.done or now >= ticket.deadline:
                     self._settled = True
@@ -231,6 +235,15 @@ class Reconciler:
             except ProviderError as err:
                 self._observe_errors.append(f"checkpoint of {node_id} failed: {err}")
                 log.warning("checkpoint handshake failed (will retry next pass): %s", err)
+
+    def _call_off(self, node_id: str, left: str, started: str) -> None:
+        """The job a checkpoint was for left the node (ended, or stopped) and the pool started
+        another there: the handshake, and the reclaim it led to, were for the job that left, so
+        the node is ready again and the policy decides on it anew."""
+        log.info("checkpoint of node %s called off: %s left it and %s started there", node_id, left, started)
+        self.state.tickets.pop(node_id, None)
+        self.nodes.mark(node_id, NodeState.READY)
+        self._settled = True
 
     # --- actuate -------------------------------------------------------------------------------
     def actuate(self, plan: Plan, snapshot: Snapshot, report: PassReport) -> None:

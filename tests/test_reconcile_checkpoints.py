@@ -1,0 +1,74 @@
+"""The checkpoint handshake when the job it was for leaves the node first: the pool may start
+another job there, which the handshake must not drain and terminate under it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from burster.lifecycle import NodeState
+from burster.model import Demand, Snapshot
+from burster.plan import Checkpoint, Plan
+from tests.test_reconciler import World
+
+
+class CheckpointOnce:
+    """A policy: the World's, plus one Checkpoint of (node, job) when told (as move-back makes)."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner, self.ask = inner, None
+        self.name = "checkpoint-once"
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        plan = self.inner.decide(snapshot)  # type: ignore[attr-defined]
+        if self.ask is None:
+            return plan
+        node_id, job_id = self.ask
+        self.ask = None
+        move = Checkpoint(node_id, job_id, snapshot.now + timedelta(seconds=60), reason=f"move {job_id} back")
+        return Plan(actions=(*plan.actions, move))
+
+
+def _checkpointing_b() -> tuple[World, CheckpointOnce, str]:
+    """A World whose burst node runs job b (180 s long), checkpointing for a move at +150 s."""
+    w = World()
+    policy = CheckpointOnce(w.rec.policy)
+    w.rec.policy = policy  # type: ignore[assignment]
+    w.job("a", hours=5)  # holds the one on-prem node
+    w.job("b", hours=0.05)  # bursts
+    w.rec.run_once()
+    (node,) = w.cloud.list_nodes()
+    w.pool.expect(node.node_id, node.offering, "b")
+    w.pool.join(node.node_id)
+    w.pool.schedule(w.clock.now())
+    assert [p.job.job_id for p in w.pool.running() if node.node_id in p.node_ids] == ["b"]
+    w.clock.advance(150)
+    policy.ask = (node.node_id, "b")
+    w.rec.run_once()
+    assert w.rec.state.nodes[node.node_id].state is NodeState.CHECKPOINTING
+    return w, policy, node.node_id
+
+
+def test_a_job_started_where_a_finished_job_was_checkpointing_is_not_drained_under() -> None:
+    """b ends mid-checkpoint and c starts on the node; the handshake for b used to go on with c,
+    and drained and terminated the node under c at b's deadline."""
+    w, _, node_id = _checkpointing_b()
+    w.clock.advance(40)  # b ends at +180
+    w.pool.events.run_until(w.clock.now())
+    w.pool.submit(Demand("c", 8, w.clock.now(), 3600, nodes=1, gpu_model="V100"), w.clock.now())
+    w.pool.schedule(w.clock.now())
+    assert [p.job.job_id for p in w.pool.running() if node_id in p.node_ids] == ["c"]
+    w.clock.advance(30)  # past b's checkpoint deadline
+    report = w.rec.run_once()
+    assert not report.errors
+    assert node_id in {n.node_id for n in w.cloud.list_nodes()}
+    assert w.rec.state.nodes[node_id].state is NodeState.READY and node_id not in w.rec.state.tickets
+    assert [p.job.job_id for p in w.pool.running() if node_id in p.node_ids] == ["c"]
+
+
+def test_a_node_left_idle_by_the_job_it_checkpointed_is_still_reclaimed() -> None:
+    w, _, node_id = _checkpointing_b()
+    w.clock.advance(40)  # b ends; nothing takes the node
+    w.pool.events.run_until(w.clock.now())
+    w.rec.run_once()
+    assert w.rec.state.nodes[node_id].state is NodeState.TERMINATED
+    assert node_id not in {n.node_id for n in w.cloud.list_nodes()}
