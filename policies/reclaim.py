@@ -229,7 +229,7 @@ class _Backfill:
 def too_tight(p: Placement, now: datetime, cost: CostModel, margin_s: float) -> bool:
     """A deadline job whose slack would fall under the margin if paused for a move. One its estimate
     says is late already may move: the pause cannot cost it a deadline it would meet (with wrong
-    estimates, keeping such jobs on the cloud cost 67 % more: BENCHMARKS.md)."""
+    estimates, keeping such jobs on the cloud cost 67 % more: docs/benchmarks-history.md)."""
     job = p.job
     if job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
         return False

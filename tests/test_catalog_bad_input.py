@@ -142,8 +142,10 @@ def test_rows_left_out_of_a_usable_file_are_reported_on_stderr(tmp_path: Path,
     assert said in err
 
 
-def test_a_spot_price_not_below_on_demand_is_counted_as_a_spot_offer_left_out(
+def test_a_spot_price_not_below_on_demand_gives_no_spot_offer_and_no_line_on_stderr(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A documented correction of the SkyPilot catalog (its Azure and GCP H100 rows), not a row
+    lost: every command would print it otherwise."""
     (tmp_path / FILES["azure"]).write_text(
         "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region\n"
         "Standard_NC6s_v3,V100,1,6,112,3.06,3.50,eastus\nStandard_NC12s_v3,V100,2,12,224,6.12,1.2,eastus\n")
@@ -151,5 +153,4 @@ def test_a_spot_price_not_below_on_demand_is_counted_as_a_spot_offer_left_out(
     assert sorted((o.instance_type, o.market.value) for o in offers) == [
         ("Standard_NC12s_v3", "on_demand"), ("Standard_NC12s_v3", "spot"), ("Standard_NC6s_v3", "on_demand")]
     assert main(["offerings", "--prices", str(tmp_path), "--provider", "azure", "--json"]) == 0
-    said = "3 offerings; 1 row(s) with a SpotPrice not below Price (their spot offer left out)"
-    assert said in capsys.readouterr().err
+    assert capsys.readouterr().err == ""
