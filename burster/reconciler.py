@@ -11,7 +11,9 @@
 - actuate writes intents before calling out, uses the plan's request ids, and reports a failing
   action instead of stopping the pass; capacity errors block the offering for ``block_s``.
 - record keeps the state (``MemoryState.commit``: a SQL store writes the pass back) and emits one
-  decision event per action; the ledger is charged for every node as it ends.
+  decision event per action; the ledger is charged for every node as it ends. The state is also
+  kept after observe and after each launch, so a crash later in the pass loses no end, charge or
+  launched node (a restart would end a node again at its own time, or not know a node it made).
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ class Reconciler:
                                                             f"pool unreadable, nothing decided: {unread.err}"])
             self.record(report)
             return report
+        self.state.commit()  # what observe learnt (ends, adoptions, charges) is kept before any call out
         plan = self.policy.decide(snapshot)
         report = PassReport(snapshot.now, plan, errors=self._observe_errors)
         # a checkpoint observe finished requeued its job, which the pool may start by the next tick: look again then
@@ -268,6 +271,8 @@ class Reconciler:
                     self.pool.preempt(action.job_id, action.deadline)
             except (ProviderError, ConfigError) as err:  # an adapter's ConfigError: an offering it cannot launch
                 _failed(report, type(action).__name__.lower(), err)
+            if isinstance(action, Launch):
+                self.state.commit()  # the nodes it made (or gave back) are kept before the next call out
 
     def _terminate_again(self, report: PassReport) -> None:
         """Terminate again any node whose terminate failed (left terminating) or that is recorded as
