@@ -375,6 +375,13 @@ class Reconciler:
     def _charge(self, node_id: str, end: datetime) -> None:
         self.state.charge(self.nodes.ledger_entry(node_id, end))
 
+    def close_books(self, now: datetime) -> None:
+        """The simulation stops at ``now``: every node still live is ended in the record and
+        charged up to then, as a bill read at the stop shows it (no cloud or pool call)."""
+        for rec in self.state.live():
+            self.nodes.ended(rec.node_id, now, self._charge)
+        self.state.commit()
+
     # --- record --------------------------------------------------------------------------------
     def record(self, report: PassReport) -> None:
         self.state.commit()

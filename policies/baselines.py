@@ -27,7 +27,16 @@ from policies.burst import BurstParams, burst
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
 from policies.estimates import believe_overruns
-from policies.guards import GuardParams, NodeRoom, apply_guards, may_reshape, wanted_until_all
+from policies.guards import (
+    GuardParams,
+    NodeRoom,
+    apply_guards,
+    enforce_budget,
+    enforce_team_budgets,
+    may_reshape,
+    one_per_node,
+    wanted_until_all,
+)
 from policies.offers import ON_DEMAND_ONLY, SPOT_ONLY
 from policies.quiet import FOREVER, with_quiet_until
 from policies.reclaim import ReclaimParams, idle_ttl
@@ -60,12 +69,16 @@ class BaselinePolicy:
         snapshot, overrun_wake = believe_overruns(snapshot)  # a job past its estimate is not ending now
         wakes: list[datetime] = [overrun_wake] if overrun_wake is not None else []
         room = NodeRoom(snapshot, self.guards.max_nodes)
-        actions: list[Action] = room.keep(self.own_actions(snapshot))
+        tick_s = self.reclaim_params.tick_s
+        stopping = enforce_budget(snapshot, self.guards, tick_s)  # hard budgets stop the burn, as for Burster
+        actions: list[Action] = stopping + enforce_team_budgets(snapshot, self.guards, tick_s, stopping)
+        actions += room.keep(self.own_actions(snapshot))
         actions += handle_interruptions(snapshot)
         stays: dict[str, Callable[[], datetime | None]] = {}
-        actions += room.keep(burst(snapshot, self.cost, self.burst_params, wakes=wakes, stays=stays))
+        if not stopping:  # no new launches while a hard budget is stopping the burn
+            actions += room.keep(burst(snapshot, self.cost, self.burst_params, wakes=wakes, stays=stays))
         actions += idle_ttl(snapshot, self.reclaim_params)
-        plan = apply_guards(Plan(tuple(actions), held_back=tuple(room.held)), snapshot, self.guards)
+        plan = apply_guards(Plan(tuple(one_per_node(actions)), held_back=tuple(room.held)), snapshot, self.guards)
         # as the clock runs, a launch held back may stop being wanted, or change its offering to one
         # of fewer nodes that fit: quiet only until the first could happen
         until = wanted_until_all(room.held, stays)

@@ -23,6 +23,7 @@ from policies.guards import (
     enforce_team_budgets,
     may_reshape,
     node_ends_s,
+    one_per_node,
     wanted_until_all,
 )
 from policies.preempt import incoming, may_turn_urgent, preempt_for_urgent
@@ -111,7 +112,7 @@ class BursterPolicy:
             actions += consolidate(snapshot, self.cost, p.burst, keep, room=slots, skip_jobs=switched, wakes=wakes)
         if p.exclusive_nodes:
             actions = [replace(a, exclusive=True) if isinstance(a, Launch) else a for a in actions]
-        plan = apply_guards(Plan(tuple(_dedupe(actions)), held_back=tuple(slots.held)), snapshot, p.guards)
+        plan = apply_guards(Plan(tuple(one_per_node(actions)), held_back=tuple(slots.held)), snapshot, p.guards)
         until = wanted_until_all(slots.held, stays)
         if until is None:
             return plan  # a launch held back may stop being wanted as the clock runs: see wanted_until_all
@@ -138,17 +139,3 @@ def _settle_moves(actions: list[Action], back: list[Checkpoint | Hold], snapshot
         leaving = launched_for_running(snapshot)
         back = [a for a in back if not (isinstance(a, Hold) and a.job_id not in going and a.job_id in leaving)]
     return actions + back
-
-
-def _dedupe(actions: list[Action]) -> list[Action]:
-    """One checkpoint per node: the first reason wins (interruptions come before reclaim)."""
-    seen: set[str] = set()
-    out: list[Action] = []
-    for a in actions:
-        node = getattr(a, "node_id", None)
-        if node is not None:
-            if node in seen:
-                continue
-            seen.add(node)
-        out.append(a)
-    return out

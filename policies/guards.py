@@ -351,3 +351,18 @@ def _stop_burn(snapshot: Snapshot, params: GuardParams, tick_s: float, what: str
             out.append(Terminate((n.node_id,), reason=reason, request_id=request_id("budget", n.node_id)))
         over -= n.offering.price_per_hour_usd * horizon_s / 3600.0
     return out
+
+
+def one_per_node(actions: list[Action]) -> list[Action]:
+    """One checkpoint, drain or hold per node: the first reason wins (interruptions and budget
+    stops come before reclaim)."""
+    seen: set[str] = set()
+    out: list[Action] = []
+    for a in actions:
+        node = getattr(a, "node_id", None)
+        if node is not None:
+            if node in seen:
+                continue
+            seen.add(node)
+        out.append(a)
+    return out

@@ -70,6 +70,7 @@ def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float
     last = start + timedelta(seconds=math.floor((end - start).total_seconds() / tick_s) * tick_s)
     if reached < last:
         world.advance_to(last)
+    reconciler.close_books(max(reached, last))  # nodes still up at the stop are paid to it
     return passes
 
 

@@ -63,6 +63,25 @@ def test_baselines_bracket_burster(burster_run: dict[str, Any]) -> None:
     assert burster_run["cloud_gpu_hours"] > 0
 
 
-def test_hard_budget_is_never_exceeded() -> None:
-    r = simulate("burster", budget={"total_usd": 25.0})
+@pytest.mark.parametrize("policy", ["burster", "on-demand", "greedy-spot", "uniform-progress", "compute-wait"])
+def test_hard_budget_is_never_exceeded(policy: str) -> None:
+    """The baselines used to apply only the launch guard: the pool handing their idle nodes to
+    queued jobs ran the bill past the budget (an on-demand run passed $100 a day by 15x)."""
+    r = simulate(policy, budget={"total_usd": 25.0})
     assert 0 < r["cloud_usd"] <= 25.0
+
+
+def test_nodes_still_up_when_the_simulation_stops_are_paid_to_the_stop() -> None:
+    """A run cut short while cloud nodes live (a drain that ends first, or a launch on the last
+    tick) used to leave them out of the ledger, and out of cloud $."""
+    from datetime import timedelta
+
+    sim = build_simulation(parse_config({"pool": {"nodes": 18}}), TRACE, policy="on-demand", seed=7, days=2)
+    start = sim.clock.now()
+    run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=start + timedelta(hours=40))
+    world: Any = sim.world
+    launched = sum(c.launches for c in world.clouds.values())
+    entries = sim.reconciler.state.ledger
+    assert launched > 0 and not sim.reconciler.state.has_live()
+    assert len({e.node_id for e in entries}) == launched
+    assert all(e.end <= start + timedelta(hours=40) for e in entries)
