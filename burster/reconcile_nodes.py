@@ -23,6 +23,10 @@ _ENDED = (NodeState.TERMINATED, NodeState.FAILED)
 # consistency says to retry a Describe with backoff "up to about five minutes"
 # (https://docs.aws.amazon.com/ec2/latest/devguide/eventual-consistency.html).
 LISTING_GRACE_S = 300.0
+# An AWS Spot Instance EC2 interrupts in its first hour is not billed; one the customer terminates
+# is (burster/billing.py). A node with a definite notice that its cloud would take back free is left
+# to it, drained, and terminated only if still up this long after the notice's time.
+TAKE_BACK_GRACE_S = 120.0
 
 
 class NodeBook:
@@ -168,6 +172,24 @@ class NodeBook:
         charge(node_id, now)
         self._taken_back.discard(node_id)
         self.state.tickets.pop(node_id, None)
+
+    def left_to_cloud(self, node_id: str, now: datetime) -> bool:
+        """Whether to leave ``node_id`` for its cloud to take back rather than terminate it: a spot
+        node with a definite notice ("spot-interruption") whose taking back at the notice's time
+        is not billed, until ``TAKE_BACK_GRACE_S`` past that time."""
+        rec, notice = self.state.nodes.get(node_id), self.state.notices.get(node_id)
+        if rec is None or notice is None or notice.kind != "spot-interruption" \
+                or rec.offering.market is not Market.SPOT:
+            return False
+        if rec.state is NodeState.TERMINATING or now >= notice.terminate_at + timedelta(seconds=TAKE_BACK_GRACE_S):
+            return False
+        return interrupted_spot_billed_s(rec.provider, (notice.terminate_at - rec.launched_at).total_seconds()) == 0.0
+
+    def overdue_take_backs(self, now: datetime) -> set[str]:
+        """Nodes left to their cloud (drained, with a notice) that it has not taken back in time."""
+        grace = timedelta(seconds=TAKE_BACK_GRACE_S)
+        return {rec.node_id for rec in self.state.live() if rec.state is NodeState.DRAINING
+                and (notice := self.state.notices.get(rec.node_id)) is not None and now >= notice.terminate_at + grace}
 
     def snapshot_nodes(self, now: datetime, running: Sequence[Placement]) -> tuple[Node, ...]:
         """Live nodes as the policy sees them, by id; a Node is reused while its record and job hold."""

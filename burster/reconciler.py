@@ -279,10 +279,12 @@ class Reconciler:
         ended while its cloud still lists it alive (listed late, or started outside us): the same
         request id as the first terminate, so the call is idempotent (a stray's time past its
         recorded end was charged as observe found it)."""
-        for node_id in sorted(self.nodes.unterminated):
+        overdue = self.nodes.overdue_take_backs(self.clock.now())
+        for node_id in sorted(self.nodes.unterminated | overdue):
+            why = ("its cloud did not take it back by its notice's time" if node_id in overdue else
+                   "the last call failed, or it stops outside the controller (a stopped VM bills its disks)")
             try:
-                self._drain_and_terminate(node_id, "terminate: the last call failed, or it stops outside the "
-                                          "controller (a stopped VM bills its disks)")
+                self._drain_and_terminate(node_id, f"terminate: {why}")
             except ProviderError as err:
                 _failed(report, "terminate", err)
         for node_id, provider in sorted(self.nodes.strays.items()):
@@ -361,6 +363,8 @@ class Reconciler:
         self.state.tickets[a.node_id] = ticket
 
     def _drain_and_terminate(self, node_id: str, reason: str) -> None:
+        """Drain and terminate; a node its cloud takes back free within moments is drained and left
+        to it (``NodeBook.left_to_cloud``: terminating it ourselves would be billed)."""
         rec = self.state.nodes.get(node_id)
         if rec is None or rec.state in (NodeState.TERMINATED, NodeState.FAILED):
             return
@@ -368,6 +372,10 @@ class Reconciler:
             if rec.state in (NodeState.READY, NodeState.CHECKPOINTING):
                 self.pool.drain(node_id)
                 self.nodes.mark(node_id, NodeState.DRAINING)
+            if self.nodes.left_to_cloud(node_id, self.clock.now()):
+                log.info("node %s: left to its cloud, which takes it back unbilled at its notice's time (%s)",
+                         node_id, reason)
+                return
             self.nodes.mark(node_id, NodeState.TERMINATING)
         self.providers[rec.provider].terminate([node_id], request_id=f"term-{node_id}")
         self.nodes.ended(node_id, self.clock.now(), self._charge)

@@ -34,8 +34,10 @@ class World(Protocol):
 
 def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float, end: datetime,
         on_pass: Callable[[PassReport], None] | None = None,
-        on_progress: Callable[[datetime], None] | None = None, skip: bool = True) -> int:
-    """Run until ``end`` or until all work is done; returns the number of reconcile passes."""
+        on_progress: Callable[[datetime], None] | None = None, skip: bool = True, last: bool = True) -> int:
+    """Run until ``end`` or until all work is done; returns the number of reconcile passes.
+    ``last``: the simulation stops here (nodes still up are charged to the stop); False for a
+    stretch that another ``run`` goes on from."""
     start = clock.now()
     t = start
     passes = 0
@@ -67,10 +69,11 @@ def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float
     # ticking through ends on the last tick by ``end``: bring the world there too (nothing happens
     # on the way, or the loop would have woken), so the waits of jobs never started count as long,
     # and so does the reserved pool's idle time when all the work ended early
-    last = start + timedelta(seconds=math.floor((end - start).total_seconds() / tick_s) * tick_s)
-    if reached < last:
-        world.advance_to(last)
-    reconciler.close_books(max(reached, last))  # nodes still up at the stop are paid to it
+    final = start + timedelta(seconds=math.floor((end - start).total_seconds() / tick_s) * tick_s)
+    if reached < final:
+        world.advance_to(final)
+    if last:
+        reconciler.close_books(max(reached, final))  # nodes still up at the stop are paid to it
     return passes
 
 

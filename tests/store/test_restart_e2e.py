@@ -57,7 +57,7 @@ def test_a_controller_restarted_from_the_store_decides_as_one_that_never_stopped
     # just after passes that left checkpoints in flight (1 at 59,520 s, 9 at 72,900 s), and two more
     restarts = [start + timedelta(seconds=s) for s in (59_521, 72_901, 25 * 3600 + 5, 32 * 3600 + 5)]
     for restart_at in (*restarts, sim.end):
-        run(sim.world, rec, sim.clock, tick_s=10.0, end=restart_at, on_pass=on_pass)
+        run(sim.world, rec, sim.clock, tick_s=10.0, end=restart_at, on_pass=on_pass, last=restart_at == sim.end)
         if restart_at == sim.end:
             break
         seen_live += len(rec.state.live())
