@@ -44,6 +44,7 @@ class PassReport:
     now: datetime
     plan: Plan
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # where actuation did other than the plan said, and why
     launched_nodes: int = 0
     # for an empty plan, when the policy says it could next change without an event (None: unknown)
     quiet_until: datetime | None = None
@@ -91,23 +92,26 @@ class Reconciler:
         self._combined: tuple[Offering, ...] = ()
         self._settled = False  # this pass finished a checkpoint (and drained its node) while observing
         self._observe_errors: list[str] = []  # calls observe made that failed (a checkpoint's drain)
+        self._notes: list[str] = []  # this pass's PassReport.notes
         self._intents_seen: dict[str, datetime] = {}  # when a pass first found each launch intent
 
     # --- the pass ------------------------------------------------------------------------------
     def run_once(self) -> PassReport:
         self._settled = False
         self._observe_errors = []
+        self._notes = []
         try:
             snapshot = self.observe()
         except _PoolUnread as unread:  # no demand to decide on: report it, keep what observe learnt
             log.warning("pool unreadable, nothing decided this pass: %s", unread.err)
             report = PassReport(unread.now, Plan(), errors=[*self._observe_errors,
-                                                            f"pool unreadable, nothing decided: {unread.err}"])
+                                                            f"pool unreadable, nothing decided: {unread.err}"],
+                                notes=self._notes)
             self.record(report)
             return report
         self.state.commit()  # what observe learnt (ends, adoptions, charges) is kept before any call out
         plan = self.policy.decide(snapshot)
-        report = PassReport(snapshot.now, plan, errors=self._observe_errors)
+        report = PassReport(snapshot.now, plan, errors=self._observe_errors, notes=self._notes)
         # a checkpoint observe finished requeued its job, which the pool may start by the next tick: look again then
         if not self._settled and not plan.actions and not plan.refused:
             report.quiet_until = plan.quiet_until
@@ -373,8 +377,9 @@ class Reconciler:
                 self.pool.drain(node_id)
                 self.nodes.mark(node_id, NodeState.DRAINING)
             if self.nodes.left_to_cloud(node_id, self.clock.now()):
-                log.info("node %s: left to its cloud, which takes it back unbilled at its notice's time (%s)",
-                         node_id, reason)
+                note = f"{node_id} drained, not terminated: its cloud takes it back unbilled at its notice's time"
+                log.info("%s (%s)", note, reason)
+                self._notes.append(note)
                 return
             self.nodes.mark(node_id, NodeState.TERMINATING)
         self.providers[rec.provider].terminate([node_id], request_id=f"term-{node_id}")
@@ -397,6 +402,8 @@ class Reconciler:
             return
         for line in self._decisions.lines(report.plan):
             self.on_event(f"{report.now:%Y-%m-%d %H:%M:%S} {line}")
+        for note in report.notes:
+            self.on_event(f"{report.now:%Y-%m-%d %H:%M:%S} note: {note}")
         for err in report.errors:
             self.on_event(f"{report.now:%Y-%m-%d %H:%M:%S} error: {err}")
 

@@ -52,7 +52,7 @@ class Cloud:
         """The node is up and idle (b never came), and its cloud gives a 120 s notice."""
         self.clock.advance(600)
         self.cloud.interrupt(self.node_id, notice_s=120)
-        self.rec.run_once()
+        self.report = self.rec.run_once()
 
     def entry(self) -> tuple[float, str]:
         (e,) = [e for e in self.rec.state.ledger if e.node_id == self.node_id]
@@ -63,6 +63,8 @@ def test_an_aws_spot_node_in_its_first_hour_is_left_for_ec2_to_take_back_unbille
     c = Cloud("aws")
     c.noticed_idle()
     assert c.terminates == 0 and c.rec.state.nodes[c.node_id].state is NodeState.DRAINING
+    assert c.report.notes == [f"{c.node_id} drained, not terminated: its cloud takes it back unbilled at its "
+                              "notice's time"]
     c.clock.advance(120)
     c.cloud.end(c.node_id)  # EC2 takes it back at the notice's time
     c.clock.advance(10)

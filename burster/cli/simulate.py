@@ -165,6 +165,8 @@ def _explainer() -> Any:
     def on_pass(report: PassReport) -> None:
         for line in log.lines(report.plan):
             print(f"{report.now:%Y-%m-%d %H:%M:%S}  {line}")
+        for note in report.notes:
+            print(f"{report.now:%Y-%m-%d %H:%M:%S}  note: {note}")
         for err in report.errors:
             print(f"{report.now:%Y-%m-%d %H:%M:%S}  error: {err}")
     return on_pass
