@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
 from burster.billing import billing_rule, interrupted_spot_billed_s
-from burster.budget_period import share_since
+from burster.budget_period import period_start, share_since
 from burster.lifecycle import TRANSITIONS, NodeState
-from burster.model import Market, Node, Placement
+from burster.model import Market, Node, Placement, Spend
 from burster.plan import Launch
 from burster.state import EndWatch, LedgerEntry, MemoryState, NodeRecord
+
+log = logging.getLogger("burster.reconcile")
 
 # The path a record takes to reach a state the cloud reports, through legal transitions only.
 _FORWARD = (NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY)
@@ -38,6 +41,7 @@ class NodeBook:
         self._running: Sequence[Placement] | None = None  # the last pool placements seen ...
         self._job_of: dict[str, str] = {}  # ... and the job on each of their cloud nodes
         self._views: dict[str, tuple[NodeRecord, str | None, Node]] = {}  # last snapshot's Node per id
+        self._intents_seen: dict[str, datetime] = {}  # when a pass first found each launch intent
         self._taken_back: set[str] = set()  # ending now, taken back by the cloud (billed as such)
 
     def adopt(self, nodes: Iterable[Node], launch: Launch | None, now: datetime) -> None:
@@ -172,6 +176,35 @@ class NodeBook:
         charge(node_id, now)
         self._taken_back.discard(node_id)
         self.state.tickets.pop(node_id, None)
+
+    def expire_intents(self, now: datetime) -> None:
+        """Forget a launch intent no node has answered for ``listing_grace_s``: its call failed
+        (one that might have launched: a timeout, throttling) and no later pass made it again. A
+        node it did launch that is listed later still is adopted, as this cluster's, untied to a job."""
+        seen = self._intents_seen
+        for rid in [r for r in seen if r not in self.state.intents]:
+            del seen[rid]
+        grace = timedelta(seconds=self.listing_grace_s)
+        for rid in list(self.state.intents):
+            if now - seen.setdefault(rid, now) >= grace:
+                log.warning("launch %s: no node answered it in %.0fs; forgetting its intent", rid,
+                            grace.total_seconds())
+                self.state.clear_intent(rid)
+                del seen[rid]
+
+    def spend(self, now: datetime, period: str) -> Spend:
+        """The budget period's spend: ledger since its start plus what live nodes accrued in it,
+        by team; and the launches of the last minute (older launch times are dropped)."""
+        st = self.state
+        since = period_start(period, now)
+        total, spent_by_team = st.spent_since(since)
+        by_team = dict(spent_by_team)
+        for team, usd in self.accrued_usd_all(now, since):
+            total += usd
+            by_team[team] = by_team.get(team, 0.0) + usd
+        minute_ago = now - timedelta(seconds=60)
+        st.launch_times = [t for t in st.launch_times if t > minute_ago]
+        return Spend(total, tuple(sorted(by_team.items())), len(st.launch_times), period)
 
     def left_to_cloud(self, node_id: str, now: datetime) -> bool:
         """Whether to leave ``node_id`` for its cloud to take back rather than terminate it: a spot

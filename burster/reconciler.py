@@ -21,15 +21,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from burster.blocks import OfferingBlocks
-from burster.budget_period import PERIODS, period_start
+from burster.budget_period import PERIODS
 from burster.clock import Clock
 from burster.errors import ConfigError, PartialLaunchError, ProviderError, TransientError
 from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
 from burster.lifecycle import NodeState
-from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Placement, Signal, Snapshot, Spend
+from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Placement, Signal, Snapshot
 from burster.plan import Checkpoint, DecisionLog, Drain, Hold, Launch, Plan, Preempt, Terminate
 from burster.reconcile_nodes import LISTING_GRACE_S, NodeBook
 from burster.state import MemoryState
@@ -93,7 +93,6 @@ class Reconciler:
         self._settled = False  # this pass finished a checkpoint (and drained its node) while observing
         self._observe_errors: list[str] = []  # calls observe made that failed (a checkpoint's drain)
         self._notes: list[str] = []  # this pass's PassReport.notes
-        self._intents_seen: dict[str, datetime] = {}  # when a pass first found each launch intent
 
     # --- the pass ------------------------------------------------------------------------------
     def run_once(self) -> PassReport:
@@ -134,7 +133,7 @@ class Reconciler:
                 degraded.add(name)
                 log.warning("provider %s degraded this pass: %s", name, err)
         self.nodes.sync(now, listed, degraded, self._charge)
-        self._expire_intents(now)
+        self.nodes.expire_intents(now)
         self._poll_checkpoints(now)
         standing = self._standing_notices(notices)
         try:
@@ -156,26 +155,11 @@ class Reconciler:
             interruptions=standing,
             blocked_offerings=frozenset(k for k, until in self.state.blocked.items() if until > now),
             degraded_providers=frozenset(degraded),
-            spend=self._spend(now),
+            spend=self.nodes.spend(now, self.budget_period),
             runtime_ratios=history.ratios,
             runtime_ratio_teams=history.teams,
             team_runtime_ratios=history.by_team,
         )
-
-    def _expire_intents(self, now: datetime) -> None:
-        """Forget a launch intent no node has answered for ``listing_grace_s``: its call failed
-        (one that might have launched: a timeout, throttling) and no later pass made it again. A
-        node it did launch that is listed later still is adopted, as this cluster's, untied to a job."""
-        seen = self._intents_seen
-        for rid in [r for r in seen if r not in self.state.intents]:
-            del seen[rid]
-        grace = timedelta(seconds=self.nodes.listing_grace_s)
-        for rid in list(self.state.intents):
-            if now - seen.setdefault(rid, now) >= grace:
-                log.warning("launch %s: no node answered it in %.0fs; forgetting its intent", rid,
-                            grace.total_seconds())
-                self.state.clear_intent(rid)
-                del seen[rid]
 
     def _standing_notices(self, new: Sequence[Interruption]) -> tuple[Interruption, ...]:
         """Interruption notices kept (in the state, so across a restart) until their node ends
@@ -211,18 +195,6 @@ class Reconciler:
             except ProviderError as err:
                 log.warning("signal source failed this pass: %s", err)
         return tuple(out)
-
-    def _spend(self, now: datetime) -> Spend:
-        st = self.state
-        since = period_start(self.budget_period, now)
-        total, spent_by_team = st.spent_since(since)
-        by_team = dict(spent_by_team)
-        for team, usd in self.nodes.accrued_usd_all(now, since):
-            total += usd
-            by_team[team] = by_team.get(team, 0.0) + usd
-        minute_ago = now - timedelta(seconds=60)
-        st.launch_times = [t for t in st.launch_times if t > minute_ago]
-        return Spend(total, tuple(sorted(by_team.items())), len(st.launch_times), self.budget_period)
 
     def _poll_checkpoints(self, now: datetime) -> None:
         """Poll each checkpoint in flight; drain and terminate the nodes whose checkpoint is done or

@@ -110,7 +110,7 @@ def test_a_node_running_across_the_boundary_counts_its_share_in_each_month() -> 
         w = World(FEB_1 + timedelta(hours=1), period)
         w.rec.state.add_node(NodeRecord("fake-9", "fake", CHEAP, "prewarm", FEB_1 - timedelta(hours=1),
                                         NodeState.READY, team="vision"))
-        spend = w.rec._spend(w.clock.now())
+        spend = w.rec.nodes.spend(w.clock.now(), w.rec.budget_period)
         assert spend.total_usd == pytest.approx(usd) and spend.team_usd("vision") == pytest.approx(usd)
         assert spend.period == period
 
