@@ -23,6 +23,7 @@ from functools import cached_property
 from burster.model import Demand, Placement, Requeue, Snapshot
 from burster.plan import Checkpoint, Hold
 from policies.cost import CostModel
+from policies.estimates import TRUSTED_WITHIN, runs_long
 from policies.queue import ReservedQueue, held_by_job, room_at_s, running_ends_by_node
 from policies.reclaim import (
     Claims,
@@ -114,14 +115,24 @@ class _FreeNodes:
         """Free GPUs of ``model`` on nodes not held."""
         return self.queue.free_gpus(model) - self.room.withheld[model]
 
+    @cached_property
+    def trusted(self) -> bool:
+        """Finished jobs ran close to their estimates (at the 90th percentile): ends can be planned on."""
+        return runs_long(self.snapshot.runtime_ratios, 0.9) <= TRUSTED_WITHIN
+
     def emptying_first(self, job: Demand, model: str) -> list[tuple[float, str]] | None:
         """(seconds until it has room, node) for the gang's nodes that have room soonest; None if
         the job fits now (move-back's call), the free GPUs are owed to jobs ahead of it (not
-        fragmentation), or too few nodes ever have room."""
-        spare = self.spare(model)
-        if spare < job.gpus or self.room.with_room(model, job.gpus_per_node) >= job.nodes:
+        fragmentation), or too few nodes ever have room. Fewer free GPUs than the job needs yet
+        (a gang on a busy pool rarely sees them all free at once) still plan a hold when no
+        pending job is owed the GPUs as they free and runtime estimates can be trusted."""
+        if self.room.with_room(model, job.gpus_per_node) >= job.nodes:
             return None
-        if spare - self.claims.ahead_of(job, model) < job.gpus:
+        spare, ahead = self.spare(model), self.claims.ahead_of(job, model)
+        if spare >= job.gpus:
+            if spare - ahead < job.gpus:
+                return None
+        elif ahead > 0 or not self.trusted:
             return None
         key = (model, job.gpus_per_node)
         room = self.room
