@@ -46,6 +46,11 @@ class EvalJob:
     wait_budget_s: float
     nodes: int = 1
 
+    def __post_init__(self) -> None:
+        if not (self.runtime_s > 0 and self.gpus > 0):
+            raise InputError(f"job {self.job_id}: an evaluation job needs runtime_s > 0 and gpus > 0 "
+                             f"(got {self.runtime_s} s, {self.gpus} GPUs); leave out jobs with no work")
+
     @property
     def due_s(self) -> float:
         """Latest feasible finish: started at the end of its wait budget, then run to completion."""
@@ -121,6 +126,8 @@ def build_instance(jobs: Sequence[Demand], *, start: datetime, pool_gpus: int, p
         raise InputError(f"pool_gpus ({pool_gpus}) must be whole nodes of pool_node_gpus ({pool_node_gpus}) GPUs")
     out = []
     for d in jobs:
+        if d.remaining_s <= 0 or d.gpus <= 0:
+            continue  # no work left (a requeued job that had finished its estimate): costs nothing anywhere
         arrival = (d.submitted_at - start).total_seconds()
         if arrival < 0:
             raise InputError(f"job {d.job_id}: submitted at {d.submitted_at.isoformat()}, "

@@ -328,3 +328,21 @@ def test_reserved_run_bound_is_skipped_past_its_size_limit(monkeypatch: pytest.M
     monkeypatch.setattr(runs, "MAX_CANDIDATES", 1)
     low = lower_bound(inst)
     assert low.usd == pytest.approx(1.0) and low.runs_usd is None and low.status == "optimal"
+
+
+def test_a_job_with_no_work_left_is_left_out_and_cannot_be_made_by_hand() -> None:
+    """A 0 s job gave the clairvoyant's LP guide NaN costs, and HiGHS never returned (bracket hung)."""
+    from datetime import UTC, datetime
+
+    from burster.eval.instance import EvalJob
+
+    start = datetime(2026, 3, 2, tzinfo=UTC)
+    od = Offering("gcp", "r", "z0", "it0", "V100", 1, Market.ON_DEMAND, 2.5)
+    done = Demand("done", 1, start, 600.0, gpu_model="V100", done_s=600.0)
+    real = Demand("real", 1, start, 900.0, gpu_model="V100")
+    inst = build_instance([done, real], start=start, pool_gpus=0, pool_model="V100", offerings=[od], series=[])
+    assert [j.job_id for j in inst.jobs] == ["real"]
+    got = bracket(inst)
+    assert 0 < got.lower_usd <= got.upper_usd
+    with pytest.raises(InputError, match="job z: an evaluation job needs runtime_s > 0"):
+        EvalJob("z", 600.0, 1, 0.0, "V100", 0.0)
