@@ -8,7 +8,7 @@ from datetime import timedelta
 from burster.lifecycle import NodeState
 from burster.model import Demand, Snapshot
 from burster.plan import Checkpoint, Plan
-from tests.test_reconciler import World
+from tests.test_reconciler import World, join_and_start
 
 
 class CheckpointOnce:
@@ -37,10 +37,7 @@ def _checkpointing_b() -> tuple[World, CheckpointOnce, str]:
     w.job("b", hours=0.05)  # bursts
     w.rec.run_once()
     (node,) = w.cloud.list_nodes()
-    w.pool.expect(node.node_id, node.offering, "b")
-    w.pool.join(node.node_id)
-    w.pool.schedule(w.clock.now())
-    assert [p.job.job_id for p in w.pool.running() if node.node_id in p.node_ids] == ["b"]
+    assert join_and_start(w.pool, node, "b", w.clock.now()) == ["b"]
     w.clock.advance(150)
     policy.ask = (node.node_id, "b")
     w.rec.run_once()

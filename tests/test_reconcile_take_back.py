@@ -19,7 +19,7 @@ from policies.reclaim import ReclaimParams
 from providers.fake import FakeCloudProvider
 from providers.sim.events import EventQueue
 from providers.sim.pool import SimPool
-from tests.test_reconciler import T0
+from tests.test_reconciler import T0, join_and_start
 
 
 class Cloud:
@@ -105,10 +105,7 @@ def test_a_rebalance_recommendation_is_no_take_back() -> None:
 def test_a_busy_node_is_checkpointed_drained_and_left_to_its_cloud() -> None:
     c = Cloud("aws")
     (node,) = c.cloud.list_nodes()
-    c.pool.expect(c.node_id, node.offering, "b")
-    c.pool.join(c.node_id)
-    c.pool.schedule(c.clock.now())
-    assert [p.job.job_id for p in c.pool.running() if c.node_id in p.node_ids] == ["b"]
+    assert join_and_start(c.pool, node, "b", c.clock.now()) == ["b"]
     c.clock.advance(600)
     c.cloud.interrupt(c.node_id, notice_s=120)
     c.rec.run_once()

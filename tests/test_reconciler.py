@@ -10,7 +10,7 @@ import pytest
 from burster.clock import FakeClock
 from burster.errors import CapacityError, ProviderError, TransientError
 from burster.lifecycle import NodeState
-from burster.model import CheckpointTicket, Demand, Market, Offering
+from burster.model import CheckpointTicket, Demand, Market, Node, Offering
 from burster.plan import Launch, request_id
 from burster.reconcile_nodes import LISTING_GRACE_S
 from burster.reconciler import Reconciler
@@ -51,6 +51,15 @@ class FlakyPool(SimPool):
     def drain(self, node_id: str) -> None:
         self._fail_if_told("fail_drain")
         super().drain(node_id)
+
+
+def join_and_start(pool: SimPool, node: Node, job_id: str, now: datetime) -> list[str]:
+    """The burst node launched for ``job_id`` joins the pool, which starts the job there; the jobs
+    it then runs."""
+    pool.expect(node.node_id, node.offering, job_id)
+    pool.join(node.node_id)
+    pool.schedule(now)
+    return [p.job.job_id for p in pool.running() if node.node_id in p.node_ids]
 
 
 class World:
