@@ -69,3 +69,11 @@ def test_a_node_left_idle_by_the_job_it_checkpointed_is_still_reclaimed() -> Non
     w.rec.run_once()
     assert w.rec.state.nodes[node_id].state is NodeState.TERMINATED
     assert node_id not in {n.node_id for n in w.cloud.list_nodes()}
+
+
+def test_a_checkpoint_past_its_deadline_is_drained_and_terminated() -> None:
+    """Found by mutation testing: nothing held a checkpoint that never finishes to its deadline."""
+    w, _, node_id = _checkpointing_b()
+    w.clock.advance(61)  # past the 60 s deadline; the pool's checkpoint never finishes
+    w.rec.run_once()
+    assert w.rec.state.nodes[node_id].state is NodeState.TERMINATED and node_id not in w.rec.state.tickets

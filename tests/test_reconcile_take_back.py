@@ -119,3 +119,12 @@ def test_a_busy_node_is_checkpointed_drained_and_left_to_its_cloud() -> None:
     c.cloud.end(c.node_id)
     c.rec.run_once()
     assert c.terminates == 0 and c.entry()[0] == 0.0
+
+
+def test_a_node_whose_take_back_comes_after_its_first_hour_is_terminated_at_once() -> None:
+    """A notice 10 s before the hour, taken back 110 s after it: billed either way, so not waited on."""
+    c = Cloud("aws")
+    c.clock.advance(3590)
+    c.cloud.interrupt(c.node_id, notice_s=120)
+    c.rec.run_once()
+    assert c.terminates == 1

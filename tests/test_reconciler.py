@@ -229,3 +229,26 @@ def test_decision_events_name_a_held_back_launch_once_while_it_waits() -> None:
     held = [e for e in events if " held back launch: " in e]
     assert len(held) == 1 and "job c" in held[0] and "max nodes 1 reached" in held[0]
     assert sum(" launch: " in e and "job b" in e for e in events) == 1
+
+
+def test_the_launch_rate_counts_nodes_in_a_one_minute_window() -> None:
+    w = World()
+    w.job("a")
+    w.job("g", gpus=16, nodes=2)  # a gang of two 8-GPU nodes bursts
+    assert w.rec.run_once().launched_nodes == 2
+    w.clock.advance(30)
+    assert w.rec.observe().spend.launches_last_minute == 2
+    w.clock.advance(31)
+    assert w.rec.observe().spend.launches_last_minute == 0
+
+
+def test_live_spend_counts_the_billing_minimum() -> None:
+    """What the budget guards see: a node up 20 s is already 60 s of money."""
+    w = World()
+    w.job("a")
+    w.job("b")
+    w.rec.run_once()
+    w.clock.advance(20)
+    snap = w.rec.observe()
+    (node,) = snap.cloud_nodes
+    assert snap.spend.total_usd == pytest.approx(node.offering.price_per_hour_usd * 60 / 3600)

@@ -150,3 +150,10 @@ def test_boot_miss_risk_from_the_boot_spread() -> None:
     exact = CostModel(CostParams(launch_latency_s=180.0, launch_latency_sigma=0.0))
     assert exact.boot_miss_usd(job, now) == 0.0
     assert exact.boot_miss_usd(replace(job, deadline=now + timedelta(seconds=1300)), now) == 500.0
+
+
+def test_the_rework_memo_keeps_gang_sizes_apart() -> None:
+    """One cost model prices many gangs: a memo keyed without the gang size underpriced them."""
+    cost = CostModel(CostParams(spot_interruptions_per_hour=0.2, restart_overhead_s=300))
+    one = cost.rework_fraction(SPOT, 1800)
+    assert cost.rework_fraction(SPOT, 1800, nodes=4) == 4 * one
