@@ -221,8 +221,8 @@ class NodeBook:
     def overdue_take_backs(self, now: datetime) -> set[str]:
         """Nodes left to their cloud (drained, with a notice) that it has not taken back in time."""
         grace = timedelta(seconds=TAKE_BACK_GRACE_S)
-        return {rec.node_id for rec in self.state.live() if rec.state is NodeState.DRAINING
-                and (notice := self.state.notices.get(rec.node_id)) is not None and now >= notice.terminate_at + grace}
+        return {node_id for node_id, notice in self.state.notices.items() if now >= notice.terminate_at + grace
+                and (rec := self.state.nodes.get(node_id)) is not None and rec.state is NodeState.DRAINING}
 
     def snapshot_nodes(self, now: datetime, running: Sequence[Placement]) -> tuple[Node, ...]:
         """Live nodes as the policy sees them, by id; a Node is reused while its record and job hold."""

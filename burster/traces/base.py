@@ -143,12 +143,13 @@ def csv_rows(path: Path, required: Sequence[str]) -> Iterator[Row]:
             )
         last = reader.line_num
         for cells in reader:
+            spans_lines = reader.line_num - last > 1  # (or blank lines came before it)
             last = reader.line_num
             if None in cells:
                 extra = cells[None]
                 raise InputError(f"{path}: row {last}: {len(header) + len(extra)} cells for {len(header)} "
                                  f"header columns; quote cells that hold a comma")
-            texts = [v for v in cells.values() if isinstance(v, str)]
+            texts = [v for v in cells.values() if isinstance(v, str)] if spans_lines else []
             breaks = sum(v.count("\n") for v in texts)
             if breaks:  # a quote left open at the end of the file keeps the last line's break too
                 first = last - breaks + (1 if any(v.endswith("\n") for v in texts) else 0)
