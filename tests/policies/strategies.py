@@ -81,8 +81,12 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
             o = draw(st.sampled_from(offs))
             ids = tuple(f"c{i}-{k}" for k in range(job.nodes))
             for node_id in ids:
+                # a busy node may carry a stale idle_since (from before its job started; the node book
+                # clears it, but the idle rule and the guards must spare a busy node on their own)
+                stale = draw(st.none() | st.floats(0, 7200).map(lambda s: NOW - timedelta(seconds=s)))
                 cloud_nodes.append(Node(node_id, o, NodeState.READY, NOW - timedelta(hours=1), "rq",
-                                        job_id=job.job_id, team=job.team, protected=draw(st.booleans())))
+                                        job_id=job.job_id, team=job.team, protected=draw(st.booleans()),
+                                        idle_since=stale))
             running.append(Placement(job, ids, NOW - timedelta(seconds=draw(st.floats(0, 3600))), True,
                                      o.market, o.price_per_hour_usd * len(ids)))
         else:

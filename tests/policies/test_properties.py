@@ -10,11 +10,12 @@ from hypothesis import strategies as st
 
 from burster.lifecycle import NodeState
 from burster.model import Snapshot
-from burster.plan import Checkpoint, Drain, Hold, Launch, Preempt, Terminate
+from burster.plan import Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate
 from policies.baselines import OnDemandPolicy
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel
-from policies.guards import GuardParams, committed_usd, launch_usd
+from policies.guards import GuardParams, apply_guards, committed_usd, launch_usd
+from policies.reclaim import ReclaimParams, idle_ttl
 from policies.standby import StandbyParams
 from tests.policies.strategies import snapshots
 
@@ -48,6 +49,9 @@ def test_dollar_budget_is_never_exceeded(snap: Snapshot, budget: float, team_bud
 @SETTINGS
 @given(snapshots())
 def test_busy_or_protected_nodes_are_never_terminated(snap: Snapshot) -> None:
+    """By any plan, and by each layer on its own (the plans alone pass with either layer removed):
+    the idle rule never picks a busy node, even one with a stale ``idle_since``, and the guards
+    refuse terminating a busy or protected node whatever rule asked."""
     nodes = {n.node_id: n for n in snap.cloud_nodes}
     for p in (policy(), OnDemandPolicy()):
         plan = p.decide(snap)
@@ -58,6 +62,13 @@ def test_busy_or_protected_nodes_are_never_terminated(snap: Snapshot) -> None:
                     assert not nodes[node_id].protected
             if isinstance(a, Checkpoint | Drain):
                 assert not nodes[a.node_id].protected
+    # each layer on its own
+    spared = {i for i, n in nodes.items() if n.busy or n.protected}
+    busy = {i for i, n in nodes.items() if n.busy}
+    assert not busy & {i for a in idle_ttl(snap, ReclaimParams()) if isinstance(a, Terminate) for i in a.node_ids}
+    every = Plan(tuple(Terminate((i,), "any rule", f"t-{i}") for i in sorted(nodes)))
+    kept = apply_guards(every, snap, GuardParams()).actions
+    assert not spared & {i for a in kept if isinstance(a, Terminate) for i in a.node_ids}
 
 
 @SETTINGS

@@ -15,7 +15,7 @@ from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
 from policies.guards import GuardParams
 from policies.rank import start_by
-from policies.reclaim import ReclaimParams
+from policies.reclaim import ReclaimParams, idle_ttl
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 OD = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
@@ -288,3 +288,26 @@ def test_a_job_on_a_protected_node_is_not_moved_back_nor_held_for(how: str, gang
     assert not refused
     assert {a.node_id for a in moves if isinstance(a, Checkpoint)} == set(ids)
     assert decide(protect=True) == ([], [])
+
+
+AZURE = Offering("azure", "eastus", "eastus-1", "NC6", "V100", 1, Market.ON_DEMAND, 3.0)
+
+
+@pytest.mark.parametrize(("offering", "idle_s", "run_s"), [
+    (OD, 300.0, 3600.0),  # per-second billing: the TTL is the boundary
+    (AZURE, 3600.0, 3650.0),  # per-minute billing, long past the TTL: the last tick (10 s) of a billed minute
+])
+def test_an_idle_node_goes_at_its_ttl_and_billing_point_not_a_moment_before(
+        offering: Offering, idle_s: float, run_s: float) -> None:
+    """Seen 1 ms before the boundary the node is kept, at it the node goes: pins the idle rule's
+    comparisons against firing early (or late)."""
+    node = Node("n1", offering, NodeState.READY, NOW - timedelta(seconds=run_s), "rq",
+                idle_since=NOW - timedelta(seconds=idle_s))
+    params = ReclaimParams(idle_ttl_s=300.0, tick_s=10.0)
+
+    def reclaimed(now: datetime) -> list[tuple[str, ...]]:
+        snap = Snapshot(now, (), (), (), (node,), (offering,))
+        return [a.node_ids for a in idle_ttl(snap, params) if isinstance(a, Terminate)]
+
+    assert reclaimed(NOW - timedelta(milliseconds=1)) == []
+    assert reclaimed(NOW) == [("n1",)]
