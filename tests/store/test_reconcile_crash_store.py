@@ -5,17 +5,22 @@ second each node ran paid for once and no later than the first listing that show
 
 The clouds here list ended nodes, as EC2 does. Where a cloud lists none (an Azure Spot VM evicted
 with evictionPolicy Delete), a node made by a launch call whose process died before it returned,
-and that ended before any listing showed it, is known to no one and not billed (docs/state.md)."""
+and that ended before any listing showed it, is known to no one and not billed (docs/state.md).
+
+A crash between two launches of one pass is run on PostgreSQL too."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
 
 from tests.store.test_reconcile_chaos_store import SQL_SETTINGS, SqlChaosMachine
+from tests.store.test_reconciler_store import _on_store
+from tests.test_reconciler import World
 
 CRASH_POINTS = ("launch", "terminate", "checkpoint", "drain")
 
@@ -123,3 +128,35 @@ def test_a_node_adopted_before_a_crash_stays_known_and_is_paid_for() -> None:
         m.a_pass(60)
     assert _paid(m).get("fake-000001", 0.0) >= 60.0
     _settled(m)
+
+
+def test_a_crash_between_two_launches_of_a_pass_keeps_the_first_launchs_node(store_url: str) -> None:
+    """One pass launches for b, then dies calling the cloud for c: b's node is in the store (the
+    intent alone would leave it to listings), not launched again, and billed from its launch."""
+    w = World()
+    state = _on_store(w, store_url)
+    launch = w.cloud.launch
+
+    def die_at_the_second(*args: Any, **kwargs: Any) -> Any:
+        if w.cloud.api_calls:
+            raise Crash("launch")  # the process dies before the second call reaches the cloud
+        return launch(*args, **kwargs)
+
+    w.cloud.launch = die_at_the_second  # type: ignore[method-assign]
+    for job in "abc":
+        w.job(job)  # a takes the reserved node, b and c burst
+    with pytest.raises(Crash):
+        w.rec.run_once()
+    state.close()  # the process is gone, its memory with it
+    (node,) = w.cloud.list_nodes()
+    w.cloud.launch = launch  # type: ignore[method-assign]
+    state = _on_store(w, store_url)
+    kept = state.nodes.get(node.node_id)  # before any pass: known from the store alone
+    assert kept is not None and (kept.for_job, kept.launched_at) == ("b", node.launched_at)
+    w.clock.advance(10)
+    assert [a.job_id for a in w.rec.run_once().plan.launches] == ["c"]
+    w.clock.advance(590)
+    w.cloud.end(node.node_id)
+    w.rec.run_once()
+    assert [(e.node_id, e.billed_s) for e in state.ledger] == [(node.node_id, 600.0)]
+    state.close()
