@@ -36,6 +36,8 @@ class Bracket:
     block_slots: int = 1  # slots per reserved-capacity block of the LP (1: exact per-slot model)
     upper_s: float = 0.0  # wall seconds of the clairvoyant schedule
     upper_cloud_gpu_h: float = 0.0  # GPU-hours the clairvoyant schedule runs on the cloud
+    # [p]: the lower bound for a schedule that preempted p on-prem jobs (``LowerBound.with_preemptions``)
+    lower_by_preemptions: tuple[float, ...] = ()
 
     @property
     def width(self) -> float:
@@ -55,6 +57,14 @@ class LowerBound:
     lp_usd: float | None  # the fluid LP's own optimum when it was built on the exact groups, else None
     fluid_usd: float = 0.0  # the fluid model's certified bound
     runs_usd: float | None = None  # the reserved-run bound (``runs.py``), None when not computed
+    split_gain_usd: tuple[float, ...] = (0.0,)  # [p]: what the run bound loses when p jobs may split
+
+    def with_preemptions(self) -> tuple[float, ...]:
+        """[p]: a lower bound on schedules that preempt at most p on-prem jobs (the reserved-run bound
+        assumes none; ``splits.py``); the last entry holds for any more."""
+        if self.runs_usd is None or self.usd < self.runs_usd:  # the fluid bound won: valid for every p
+            return (self.usd,)
+        return tuple(max(self.fluid_usd, self.runs_usd - gain) for gain in self.split_gain_usd)
 
 
 def lower_bound_usd(instance: Instance, *, block_slots: int | None = None) -> tuple[float, str]:
@@ -73,7 +83,7 @@ def lower_bound(instance: Instance, *, block_slots: int | None = None, reserved_
     if not np.isfinite(rb.usd) or base + rb.usd <= fl.usd:
         return replace(fl, runs_usd=None if not np.isfinite(rb.usd) else base + rb.usd)
     return replace(fl, usd=base + rb.usd, status=f"{rb.status} (reserved-run bound, blocks of {rb.block_slots})",
-                   runs_usd=base + rb.usd)
+                   runs_usd=base + rb.usd, split_gain_usd=rb.split_gain_usd)
 
 
 def _fluid_bound(instance: Instance, block_slots: int | None) -> tuple[LowerBound, Fluid, np.ndarray, float]:
@@ -109,4 +119,4 @@ def bracket(instance: Instance, *, block_slots: int | None = None) -> Bracket:
     plan = schedule(instance)
     t2 = time.perf_counter()
     return Bracket(low.usd, sum(a.usd for a in plan), t1 - t0, instance.slots, low.status, low.block_slots,
-                   t2 - t1, cloud_gpu_hours(instance, plan))
+                   t2 - t1, cloud_gpu_hours(instance, plan), low.with_preemptions())

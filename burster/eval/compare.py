@@ -96,6 +96,15 @@ class BoundResult:
     status: str
     solve_s: float = 0.0
     upper_cloud_gpu_h: float | None = None  # GPU-hours the clairvoyant schedule runs on the cloud
+    lower_by_preemptions: tuple[float, ...] = ()  # [p]: the bound for an arm that preempted p on-prem jobs
+
+    def lower_for(self, summary: dict[str, Any]) -> float | None:
+        """The lower bound valid for one arm: the reserved-run bound assumes no on-prem job is ever
+        stopped; an arm that preempted p of them is held to the bound that lets p jobs split their run."""
+        p = int(summary.get("onprem_preemptions", 0))
+        if self.lower_usd is None or p == 0 or not self.lower_by_preemptions:
+            return self.lower_usd
+        return self.lower_by_preemptions[min(p, len(self.lower_by_preemptions) - 1)]
 
 
 @dataclass
@@ -210,7 +219,8 @@ def run_bound(setting: Setting, sources: Sources) -> BoundResult:
         b = bracket(instance)
     except Exception as err:  # a failed bound is reported beside the arms, not fatal to the suite
         return BoundResult(setting, None, None, f"failed: {type(err).__name__}: {err}")
-    return BoundResult(setting, b.lower_usd, b.upper_usd, b.status, b.solve_s, b.upper_cloud_gpu_h)
+    return BoundResult(setting, b.lower_usd, b.upper_usd, b.status, b.solve_s, b.upper_cloud_gpu_h,
+                       b.lower_by_preemptions)
 
 
 def run_suite(settings: Sequence[Setting], policies: Sequence[str], sources: Sources, *, workers: int = 2,
@@ -242,12 +252,17 @@ def run_suite(settings: Sequence[Setting], policies: Sequence[str], sources: Sou
 
 RECORD_KEYS = ("trace", "pool_gpus", "seed", "policy", "cloud_usd", "wait_p50_s", "wait_p95_s", "wait_p99_s",
                "deadline_misses", "lower_bound_usd", "upper_bound_usd")
-SUMMARY_EXTRAS = ("cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "hard_deadline_misses",
-                  "jobs_never_started",
-                  "preemptions", "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours",
-                  "stranded_gpu_hours", "launches", "onprem_utilization", "estimate_error", "estimate_bias",
-                  "estimate_team_spread",
+SUMMARY_EXTRAS = ("cloud_usd_spot", "cloud_usd_on_demand", "cloud_usd_waived", "wait_share_within_budget",
+                  "hard_deadline_misses", "jobs_never_started", "preemptions", "onprem_preemptions",
+                  "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours", "stranded_gpu_hours",
+                  "launches", "onprem_utilization", "estimate_error", "estimate_bias", "estimate_team_spread",
                   "policy_settings", "pool_order", "spot_source")
+
+
+def list_usd(summary: dict[str, Any]) -> float:
+    """An arm's cloud $ at list price: what it was billed plus what its cloud waived (spot nodes AWS took
+    back in their first hour). The lower bound bills every node for the time it ran, so it bounds this."""
+    return float(summary["cloud_usd"]) + float(summary.get("cloud_usd_waived", 0.0))
 
 
 def ratio_to_bound(cloud_usd: float, lower_usd: float | None) -> float | None:
@@ -272,17 +287,20 @@ def records(result: SuiteResult) -> list[dict[str, Any]]:
     out = []
     for a in result.arms:
         b = result.bounds.get(a.setting)
-        lower = None if b is None or b.lower_usd is None else round(b.lower_usd, 2)
+        arm_lower = None if b is None else b.lower_for(a.summary)
+        lower = None if arm_lower is None else round(arm_lower, 2)
         upper = None if b is None or b.upper_usd is None else round(b.upper_usd, 2)
-        cloud = float(a.summary["cloud_usd"])
+        cloud = list_usd(a.summary)
         rec: dict[str, Any] = {k: a.summary[k] for k in RECORD_KEYS if k in a.summary}
         rec.update(lower_bound_usd=lower, upper_bound_usd=upper)
+        bracket_lower = None if b is None or b.lower_usd is None else round(b.lower_usd, 2)
         rec.update({k: a.summary[k] for k in SUMMARY_EXTRAS})
         upper_gpu_h = None if b is None or b.upper_cloud_gpu_h is None else round(b.upper_cloud_gpu_h, 2)
         rec.update(upper_bound_cloud_gpu_hours=upper_gpu_h, ratio_to_lower_bound=ratio_to_bound(cloud, lower),
                    captured_savings=captured_savings(cloud, on_demand.get(a.setting), lower),
-                   bound_status=b.status if b else "missing", window=a.setting.window_label)
+                   bound_status=b.status if b else "missing", window=a.setting.window_label,
+                   bracket_lower_usd=bracket_lower, lower_bound_split_runs=int(a.summary.get("onprem_preemptions", 0)))
         out.append({k: rec[k] for k in (*RECORD_KEYS, *SUMMARY_EXTRAS[:-1], "upper_bound_cloud_gpu_hours",
                                          "ratio_to_lower_bound", "captured_savings", "bound_status", "window",
-                                         "spot_source")})
+                                         "bracket_lower_usd", "lower_bound_split_runs", "spot_source")})
     return out

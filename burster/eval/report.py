@@ -99,7 +99,7 @@ def tables_section(result: SuiteResult, records: Sequence[dict[str, Any]]) -> st
         s = settings[key]
         r0 = rows[0]
         parts.append(f"<h3>{escape(key)}</h3><p>{s.jobs} jobs, offered load {s.offered_gpus:g} GPUs; bracket "
-                     f"{_usd(r0['lower_bound_usd'])} .. {_usd(r0['upper_bound_usd'])} ({escape(r0['bound_status'])})"
+                     f"{_usd(r0['bracket_lower_usd'])} .. {_usd(r0['upper_bound_usd'])} ({escape(r0['bound_status'])})"
                      f"{clairvoyant_gpu_h(r0)}; {utilization_flag(rows)}</p>"
                      f"<table><tr>{''.join(f'<th>{c}</th>' for c in COLUMNS)}</tr>"
                      f"{''.join(_row(r) for r in rows)}</table>")

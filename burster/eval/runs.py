@@ -29,7 +29,7 @@ boundaries and the pool rows per block of k slots, solved by HiGHS; any lam give
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import highspy
 import numpy as np
@@ -37,6 +37,7 @@ import numpy as np
 from burster.eval.fluid import FloatArray, Fluid, IntArray
 from burster.eval.instance import Instance
 from burster.eval.lp import quiet_highs
+from burster.eval.splits import split_gains
 
 MAX_CANDIDATES = 2_000_000  # start candidates of L(lam) (about 0.3 s each): beyond, the bound is skipped
 MAX_NONZEROS = 400_000  # coverage entries of the price LP (about 2-4 s of HiGHS on the 2-core machine)
@@ -64,6 +65,8 @@ class RunBound:
     usd: float  # L(lam) of the jobs given, without the jobs that cannot use the pool
     status: str
     block_slots: int
+    # split_gain_usd[p]: what L(lam) falls by when p jobs may split their reserved run (``splits.py``)
+    split_gain_usd: tuple[float, ...] = (0.0,)
 
 
 def run_jobs(instance: Instance, f: Fluid, which: np.ndarray) -> RunJobs:
@@ -139,11 +142,18 @@ def lagrangian_usd(j: RunJobs, lam: FloatArray, slot_s: float, reserved_gpus: in
     return _lagrangian(j, lam, slot_s, reserved_gpus)[0]
 
 
-def _lagrangian(j: RunJobs, lam: FloatArray, slot_s: float, reserved_gpus: int) -> tuple[float, FloatArray]:
-    """L(lam) and a supergradient: reserved GPU-seconds per slot of the cheapest runs minus the pool's."""
+def job_minima(j: RunJobs, lam: FloatArray, slot_s: float) -> FloatArray:
+    """Per (merged) job: min over s of f_j(s) at prices ``lam`` (one job of its ``count``)."""
+    return _lagrangian(j, lam, slot_s, 0)[2]
+
+
+def _lagrangian(j: RunJobs, lam: FloatArray, slot_s: float,
+                reserved_gpus: int) -> tuple[float, FloatArray, FloatArray]:
+    """L(lam), a supergradient (reserved GPU-seconds per slot of the cheapest runs minus the pool's),
+    and each job's min f_j."""
     slots = len(lam)
     if len(j.arrival) == 0:
-        return 0.0, -reserved_gpus * slot_s * np.ones(slots)
+        return 0.0, -reserved_gpus * slot_s * np.ones(slots), np.zeros(0)
     slots = len(lam)
     finite = j.price[np.isfinite(j.price)]
     top = float(finite.max()) if len(finite) else 0.0
@@ -170,12 +180,12 @@ def _lagrangian(j: RunJobs, lam: FloatArray, slot_s: float, reserved_gpus: int) 
     sorted_cost = cost[order]
     best = np.minimum.reduceat(sorted_cost, first)
     if not np.all(np.isfinite(best)):
-        return float("-inf"), np.zeros(slots)
+        return float("-inf"), np.zeros(slots), best
     value = float((j.count * best).sum() - reserved_gpus * slot_s * lam.sum())
     # the argmin run of each job, spread over slots (a difference array of GPU-seconds)
     pick = order[first + _argmin_segments(sorted_cost, first)]
     used = _usage(s[pick], e[pick], j.gpus * j.count, slots, slot_s)
-    return value, used - reserved_gpus * slot_s
+    return value, used - reserved_gpus * slot_s, best
 
 
 def _argmin_segments(values: FloatArray, first: IntArray) -> IntArray:
@@ -306,10 +316,12 @@ def run_bound(instance: Instance, f: Fluid, which: np.ndarray, *, block_slots: i
         tries = [k, *[c for c in BLOCK_CHOICES if c > k][:1]]
     else:
         tries = [block_slots]
-    best = RunBound(float("-inf"), "not solved", tries[0])
+    best, best_lam = RunBound(float("-inf"), "not solved", tries[0]), np.zeros(f.slots)
     for k in tries:
         lam, status, _, _ = solve_prices(j, f.slots, f.slot_s, instance.reserved_gpus, k=k)
         value = lagrangian_usd(j, lam, f.slot_s, instance.reserved_gpus)
         if value > best.usd:
-            best = RunBound(value, status, k)
-    return best
+            best, best_lam = RunBound(value, status, k), lam
+    if not np.isfinite(best.usd):
+        return best
+    return replace(best, split_gain_usd=split_gains(j, best_lam, f.slot_s, job_minima(j, best_lam, f.slot_s)))

@@ -32,7 +32,7 @@ def print_tables(records: Sequence[dict[str, Any]], checks: Sequence[dict[str, A
         groups[setting_key(r)].append(r)
     for key, rows in groups.items():
         r0 = rows[0]
-        bracket = (f"bound {_usd(r0['lower_bound_usd'])} .. {_usd(r0['upper_bound_usd'])} ({r0['bound_status']})"
+        bracket = (f"bound {_usd(r0['bracket_lower_usd'])} .. {_usd(r0['upper_bound_usd'])} ({r0['bound_status']})"
                    f"{clairvoyant_gpu_h(r0)}")
         cells = [_cells(r) for r in rows]
         # as many tables as the console needs so that no figure is cut short (one on a wide console)

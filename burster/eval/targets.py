@@ -3,7 +3,8 @@
 Each check is ``{target, value, threshold, met, setting}``. Savings are fractions (0.5 = 50 % below).
 Overall: dollars are summed over settings, hard misses summed, p50 is the worst setting's and the
 within-budget share the mean of the settings'. A target whose reference arm (on-demand, greedy-spot)
-was not run is not checked.
+was not run is not checked. The bound check sets the cloud $ at list price (``list_usd``: what AWS
+waived for spot it took back in the first hour added back) beside the bound valid for Burster's arm.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from burster.eval.compare import ratio_to_bound
+from burster.eval.compare import list_usd, ratio_to_bound
 
 BOUND = "cloud $ <= 1.10 x lower bound"
 VS_ON_DEMAND = "cloud $ >= 50 % below on-demand"
@@ -54,7 +55,7 @@ def savings(cost: float, reference: float) -> float | None:
 def _checks(setting: str, b: dict[str, Any], refs: dict[str, float], lower: float | None) -> list[dict[str, Any]]:
     cost = float(b["cloud_usd"])
     why = "no lower bound (see its status)" if lower is None else "the lower bound is $0, so any spend is above it"
-    out = [_check(BOUND, ratio_to_bound(cost, lower), 1.10, setting, why)]
+    out = [_check(BOUND, ratio_to_bound(list_usd(b), lower), 1.10, setting, why)]
     if "on-demand" in refs:
         out.append(_check(VS_ON_DEMAND, savings(cost, refs["on-demand"]), 0.50, setting, "on-demand spent $0"))
     if "greedy-spot" in refs:
@@ -80,6 +81,7 @@ def evaluate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         refs: dict[str, float] = {p: float(arms[p]["cloud_usd"]) for p in ("on-demand", "greedy-spot") if p in arms}
         out += _checks(setting, b, refs, b["lower_bound_usd"])
         total["burster"] += float(b["cloud_usd"])
+        total["waived"] += float(b.get("cloud_usd_waived", 0.0))
         total["hard"] += float(b["hard_deadline_misses"])
         for p, usd in refs.items():
             total[p] += usd
@@ -89,7 +91,8 @@ def evaluate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     if not p50s:
         return out
     n = len(p50s)
-    overall = {"cloud_usd": total["burster"], "hard_deadline_misses": total["hard"], "wait_p50_s": max(p50s),
+    overall = {"cloud_usd": total["burster"], "cloud_usd_waived": total["waived"],
+               "hard_deadline_misses": total["hard"], "wait_p50_s": max(p50s),
                "wait_share_within_budget": round(sum(shares) / n, 4)}
     refs = {p: total[p] for p in ("on-demand", "greedy-spot")
             if sum(1 for arms in by_setting.values() if "burster" in arms and p in arms) == n}

@@ -59,6 +59,7 @@ def summarize(*, metrics: Any, ledger: Sequence[LedgerEntry], launches: int, pas
         "cloud_usd_spot": round(by_market.get("spot", 0.0), 2),
         "cloud_usd_on_demand": round(by_market.get("on_demand", 0.0), 2),
         "cloud_usd_by_provider": {k: round(v, 2) for k, v in sorted(by_provider.items())},
+        "cloud_usd_waived": round(metrics.waived_usd, 2),
         "onprem_utilization": round(metrics.utilization, 4),
         "wait_p50_s": percentile(waits, 50),
         "wait_p95_s": percentile(waits, 95),

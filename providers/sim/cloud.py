@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from burster.billing import billing_rule, interrupted_spot_billed_s
 from burster.errors import CapacityError, PartialLaunchError, ThrottledError
 from burster.lifecycle import NodeState
 from burster.model import Interruption, Market, Node, Offering, tagged_exclusive
@@ -189,4 +190,8 @@ class SimCloudProvider:
         node = self._nodes.pop(node_id, None)
         if node is not None:
             self._gone[node_id] = replace(node, state=NodeState.TERMINATED, ended_at=now)
+            run_s = (now - node.launched_at).total_seconds()
+            if run_s > 0 and interrupted_spot_billed_s(self.name, run_s) == 0.0:
+                list_s = billing_rule(self.name).billed_s(run_s)
+                self._pool.metrics.waived_usd += node.offering.price_per_hour_usd * list_s / 3600.0
             self._pool.leave(node_id, preempted=True)

@@ -28,6 +28,7 @@ class PoolMetrics:
     idle_nodes_handed: int = 0  # idle exclusive burst nodes the controller gave a job (``Hold``)
     onprem_preemptions: int = 0  # on-prem jobs checkpointed and requeued for another job (``Preempt``)
     lost_gpu_hours: float = 0.0
+    waived_usd: float = 0.0  # list price of spot nodes their cloud took back unbilled (AWS: in the first hour)
     cloud_gpu_hours: float = 0.0  # GPU-hours jobs ran on burst nodes (lost work included)
     requeued_wait_gpu_hours: float = 0.0  # GPU-hours started jobs spent back in the queue after a stop
     stranded_gpu_s: float = 0.0  # reserved GPU-seconds idle while jobs that could use them ran on the cloud

@@ -26,7 +26,7 @@ EXTRAS = {"cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "
           "upper_bound_cloud_gpu_hours", "launches", "onprem_utilization", "ratio_to_lower_bound", "captured_savings",
           "bound_status", "window", "estimate_error", "estimate_bias", "estimate_team_spread",
           "policy_settings", "pool_order", "spot_source",
-          "jobs_never_started"}
+          "jobs_never_started", "cloud_usd_waived", "onprem_preemptions", "bracket_lower_usd", "lower_bound_split_runs"}
 
 
 def test_json_records_bounds_and_captured_savings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -46,11 +46,12 @@ def test_json_records_bounds_and_captured_savings(tmp_path: Path, capsys: pytest
         assert lower <= upper
         assert r["upper_bound_cloud_gpu_hours"] is not None and r["upper_bound_cloud_gpu_hours"] >= 0
         assert (r["upper_bound_cloud_gpu_hours"] > 0) == (upper > 0)  # the clairvoyant pays for its cloud time
+        listed = r["cloud_usd"] + r["cloud_usd_waived"]  # list price: AWS's free take-backs added back
         if r["wait_share_within_budget"] == 1.0:  # every job within its wait budget: the bound applies
-            assert lower <= r["cloud_usd"] + 0.01
+            assert lower <= listed + 0.01
         if lower > 0:
-            assert r["ratio_to_lower_bound"] == pytest.approx(r["cloud_usd"] / lower, abs=1e-3)
-        expected = (od["cloud_usd"] - r["cloud_usd"]) / (od["cloud_usd"] - lower)
+            assert r["ratio_to_lower_bound"] == pytest.approx(listed / lower, abs=1e-3)
+        expected = (od["cloud_usd"] - listed) / (od["cloud_usd"] - lower)
         assert r["captured_savings"] == pytest.approx(expected, abs=1e-3)
     assert od["captured_savings"] == 0.0 and od["cloud_usd_spot"] == 0.0 and od["cloud_usd"] > 0
     assert "report written to" in cap.err and html.read_text().count("<svg") == 3

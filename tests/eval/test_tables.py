@@ -18,7 +18,8 @@ def _record(policy: str, usd: float, **extra: Any) -> dict[str, Any]:
              captured_savings=0.947, onprem_utilization=0.807, wait_p50_s=9360.0, wait_p95_s=55260.0,
              wait_p99_s=85920.0, wait_share_within_budget=0.339, deadline_misses=258, hard_deadline_misses=257,
              preemptions=1234, lost_gpu_hours=220.5, requeued_wait_gpu_hours=1310.4, cloud_gpu_hours=3083.0,
-             launches=3600, lower_bound_usd=175.3, upper_bound_usd=233.46, bound_status="optimal",
+             launches=3600, lower_bound_usd=175.3, bracket_lower_usd=175.3, upper_bound_usd=233.46,
+             bound_status="optimal",
              upper_bound_cloud_gpu_hours=613.0, window="day 3 + 1 d", estimate_error=0.0, pool_order="start_by")
     r.update(extra)
     return r
