@@ -3,7 +3,8 @@
 - launch: ``count`` PUTs of ``Microsoft.Compute/virtualMachines/<name>`` (names derive from the cluster,
   the request id and the index, so a retry re-finds what the first try made), then the long-running
   operations are polled together. VMs whose allocation failed are deleted again; the ones that came
-  up are returned, or carried by PartialLaunchError.
+  up are returned, or carried by PartialLaunchError. A launch record (``records.py``) keeps which VMs
+  were made: a replay reports one deleted since as ended (a deleting one as terminating), no PUT.
 - list: GET the resource group's VMs, keep those tagged managed-by=burster and burster-cluster; a
   few instance views a listing tell which are stopped or deallocated (``power.py``).
 - terminate: DELETE (202, not awaited) of tagged VMs only; unknown ids are ignored.
@@ -31,6 +32,7 @@ from providers.azure import vms
 from providers.azure.errors import PROVIDER, retry_after_of, translate
 from providers.azure.power import PowerWatch
 from providers.azure.pricing import PriceBook
+from providers.azure.records import LaunchRecords, Record
 from providers.azure.scheduled_events import interruptions_of, parse_document
 
 log = logging.getLogger("burster.providers.azure")
@@ -86,6 +88,8 @@ class AzureProvider:
         self._seen: dict[tuple[str, str], None] = {}
         self._blocked: dict[str, datetime] = {}  # offering key -> unavailable until
         self._power = PowerWatch(self._read_view, now)
+        self._records = LaunchRecords(compute.ssh_public_keys, self._call, resource_group=resource_group,
+                                      location=location, cluster=cluster, now=now)
 
     # --- CloudProvider -------------------------------------------------------------------
     def offerings(self) -> Sequence[Offering]:
@@ -110,17 +114,24 @@ class AzureProvider:
             return []
         key = offering.key
         names = [vms.vm_name(self._cluster, request_id, i) for i in range(count)]
-        existing = {vm.get("name"): vm for vm in self._list_raw(offering_key=key)
+        existing = {str(vm.get("name")): vm for vm in self._list_raw(offering_key=key)
                     if vm.get("name") in names and vms.is_ours(vm, self._cluster)}
-        done: dict[str, Node] = {}
+        labels = dict(labels or {})
+        done = {name: self._to_node(vm) for name, vm in existing.items()  # a Deleting one: TERMINATING
+                if vms.state_of(vm) is not NodeState.FAILED}
+        record = self._records.read(request_id) if len(done) < count else None
         todo: list[str] = []
-        for name in names:
-            vm = existing.get(name)
-            if vm is not None and vms.state_of(vm) not in (NodeState.FAILED, NodeState.TERMINATING):
-                done[name] = self._to_node(vm)
+        for i, name in enumerate(names):
+            if name in done:
+                continue
+            if name not in existing and record is not None and i in record.made:  # made, and deleted since
+                done[name] = replace(self._launching(name, offering, request_id, labels, record.launched_at),
+                                     state=NodeState.TERMINATED, ended_at=self._now())
+                log.warning("azure: VM %s of request %s was made and is gone; not making it again", name,
+                            request_id)
             else:
                 todo.append(name)
-        errors = self._create(offering, todo, request_id, dict(labels or {}), done) if todo else {}
+        errors = self._create(offering, todo, request_id, labels, done, record) if todo else {}
         nodes = [done[n] for n in names if n in done]
         if not errors:
             return nodes
@@ -211,8 +222,8 @@ class AzureProvider:
                                 f"{hint}", provider=PROVIDER, offering_key=offering.key)
 
     def _create(self, offering: Offering, names: list[str], request_id: str, labels: dict[str, str],
-                done: dict[str, Node]) -> dict[str, ProviderError]:
-        key = offering.key
+                done: dict[str, Node], record: Record | None) -> dict[str, ProviderError]:
+        key, launched_at = offering.key, record.launched_at if record else self._now()
         tags = vms.vm_tags(self._cluster, request_id, labels)
         custom = vms.encode_custom_data(self._user_data(offering))
         if len(custom) > vms.MAX_CUSTOM_DATA_B64:
@@ -235,6 +246,9 @@ class AzureProvider:
                 break  # the remaining PUTs would meet the same answer
             started[name] = (poller, body)
             log.info("azure: creating VM %s (%s, request %s)", name, key, request_id)
+        made = set(record.made if record else ()) | {_index(n) for n in started}
+        if started:  # before the long wait: a controller that dies in it leaves the record
+            self._records.write(request_id, launched_at, made, tags)
         failed: list[str] = []
         until = time.monotonic() + self._wait_s  # one wait for all of them, not one each
         for name, (poller, body) in started.items():
@@ -249,6 +263,8 @@ class AzureProvider:
                     continue
                 errors[name] = err
                 failed.append(name)
+        if failed:  # never ran: a retry with this request id makes them again
+            self._records.write(request_id, launched_at, made - {_index(n) for n in failed}, tags)
         self._delete_and_wait(failed)
         return errors
 
@@ -271,9 +287,10 @@ class AzureProvider:
         log.info("azure: VM %s still provisioning after %.0fs; reporting it as launching", name, self._wait_s)
         return self._launching(name, offering, request_id, labels)
 
-    def _launching(self, name: str, offering: Offering, request_id: str, labels: Mapping[str, str]) -> Node:
-        return Node(name, offering, NodeState.LAUNCHING, self._now(), request_id, team=labels.get("team", ""),
-                    exclusive=tagged_exclusive(labels))
+    def _launching(self, name: str, offering: Offering, request_id: str, labels: Mapping[str, str],
+                   launched_at: datetime | None = None) -> Node:
+        return Node(name, offering, NodeState.LAUNCHING, launched_at or self._now(), request_id,
+                    team=labels.get("team", ""), exclusive=tagged_exclusive(labels))
 
     def _delete_and_wait(self, names: list[str]) -> None:
         """Remove VMs whose allocation failed (they linger in provisioningState Failed otherwise)."""
@@ -302,6 +319,10 @@ class AzureProvider:
         return Node(str(vm.get("name")), offering, state, vms.created_at(vm) or self._now(),
                     str(tags.get(vms.REQUEST_TAG, "")), team=str(tags.get("team", "")),
                     exclusive=tagged_exclusive(tags))
+
+
+def _index(name: str) -> int:
+    return int(name.rsplit("-", 1)[1])
 
 
 def _wire(vm: Any) -> dict[str, Any]:

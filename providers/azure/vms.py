@@ -54,8 +54,14 @@ def vm_name(cluster: str, request_id: str, index: int) -> str:
     At most 42 characters of letters, digits and hyphens: valid for both the ARM name (<= 64) and
     the Linux hostname (<= 64), never all digits, never ending in a hyphen.
     """
+    return f"{launch_name(cluster, request_id)}-{index}"
+
+
+def launch_name(cluster: str, request_id: str) -> str:
+    """<cluster>-<hash(cluster, request id)>: the VM names of one launch less their index (and the
+    name of its launch record, ``records.py``)."""
     digest = hashlib.sha256(f"{cluster}|{request_id}".encode()).hexdigest()[:16]
-    return f"{name_prefix(cluster)}{digest}-{index}"
+    return f"{name_prefix(cluster)}{digest}"
 
 
 def name_prefix(cluster: str) -> str:

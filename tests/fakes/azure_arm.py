@@ -30,8 +30,9 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fakes import azure_records
 from tests.fakes.azure_tls import HttpsServer, LocalTls
-from tests.fakes.azure_validate import error, validate_vm
+from tests.fakes.azure_validate import error, json_body, validate_vm
 
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
 TOKEN = "fake-arm-token"
@@ -105,6 +106,7 @@ class FakeArm:
         self.tokens = {TOKEN}
         self.requests: list[tuple[str, str]] = []
         self.power: dict[tuple[str, str], str] = {}  # (group, VM) -> PowerState, once created
+        self.keys: dict[str, dict[str, dict[str, Any]]] = {}  # group -> sshPublicKeys (azure_records.py)
         self.server = HttpsServer(self, tls).start()
         self.url = self.server.url
 
@@ -161,6 +163,11 @@ class FakeArm:
         with self.lock:
             return copy.deepcopy(self.groups.get(group.lower(), {}).get(name.lower()))
 
+    def records(self, group: str) -> list[dict[str, Any]]:
+        """The group's sshPublicKeys resources (the adapter's launch records)."""
+        with self.lock:
+            return copy.deepcopy(list(self.keys.get(group.lower(), {}).values()))
+
     def custom_data(self, group: str, name: str) -> str:
         return base64.b64decode(self.private[(group.lower(), name.lower())]["customData"]).decode()
 
@@ -195,9 +202,11 @@ class FakeArm:
             if self.throttled > 0:
                 self.throttled -= 1
                 return self._throttle(method)
-            m_view = _VIEW.match(path)
+            m_view, m_key = _VIEW.match(path), azure_records.PATH.match(path)
             if m_view and method == "GET":
                 return self._instance_view(*m_view.groups())
+            if m_key and m_key.group(1) == self.subscription and m_key.group(2).lower() in self.groups:
+                return azure_records.handle(self, method, m_key.group(2), m_key.group(3), query, raw)
             m_vm, m_op = _VM.match(path), _OP.match(path)
             sub = (m_vm or m_op).group(1) if (m_vm or m_op) else ""
             if not (m_vm or m_op):
@@ -334,10 +343,8 @@ class FakeArm:
         return 202, self._op_urls(op, query), None
 
     def _put(self, group: str, name: str, path: str, query: Mapping[str, str], raw: bytes) -> Reply:
-        try:
-            body = json.loads(raw or b"null")
-            assert isinstance(body, dict)
-        except (ValueError, AssertionError):
+        body = json_body(raw)
+        if body is None:
             return 400, {}, error("InvalidRequestContent", "The request content was invalid and could not "
                                   "be deserialized.")
         invalid = validate_vm(name, body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -32,10 +33,9 @@ def validate_vm(name: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
     props = body.get("properties") or {}
     if not (props.get("hardwareProfile") or {}).get("vmSize"):
         return bad("hardwareProfile.vmSize", "Required parameter 'hardwareProfile.vmSize' is missing (null).")
-    tags = body.get("tags") or {}
-    if len(tags) > 50 or any(len(k) > 512 or len(str(v)) > 256 for k, v in tags.items()):
-        return bad("tags", "A resource can have at most 50 tags; tag names are limited to 512 characters "
-                   "and values to 256.")
+    invalid = validate_tags(body.get("tags") or {})
+    if invalid:
+        return invalid
     priority = props.get("priority", "Regular")
     if priority not in ("Regular", "Low", "Spot"):
         return bad("priority", f"The value '{priority}' of parameter 'priority' is not allowed.")
@@ -69,3 +69,20 @@ def validate_vm(name: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
         return bad("linuxConfiguration.ssh.publicKeys", "Authentication using either SSH or by user name "
                    "and password must be enabled in Linux profile.")
     return None
+
+
+def validate_tags(tags: Mapping[str, Any]) -> dict[str, Any] | None:
+    """ARM's limits on any resource's tags."""
+    if len(tags) > 50 or any(len(k) > 512 or len(str(v)) > 256 for k, v in tags.items()):
+        return {"error": {"code": "InvalidParameter", "target": "tags", "message": "A resource can have "
+                          "at most 50 tags; tag names are limited to 512 characters and values to 256."}}
+    return None
+
+
+def json_body(raw: bytes) -> dict[str, Any] | None:
+    """A request's JSON object body; None when it is not one (ARM: 400 InvalidRequestContent)."""
+    try:
+        body = json.loads(raw or b"null")
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None

@@ -88,7 +88,7 @@ def test_azure_custom_role_limited_to_vms_in_group(azure: Any) -> None:
     assert {"Microsoft.Compute/virtualMachines/read", "Microsoft.Compute/virtualMachines/write",
             "Microsoft.Compute/virtualMachines/delete"} <= set(actions)
     assert "Microsoft.Compute/locations/operations/read" in actions  # long-running operation polling
-    allowed = ("Microsoft.Compute/virtualMachines/", "Microsoft.Compute/disks/",
+    allowed = ("Microsoft.Compute/virtualMachines/", "Microsoft.Compute/disks/", "Microsoft.Compute/sshPublicKeys/",
                "Microsoft.Compute/locations/operations/",
                "Microsoft.Network/networkInterfaces/", "Microsoft.Network/virtualNetworks/subnets/")
     assert all(a.startswith(allowed) for a in actions)

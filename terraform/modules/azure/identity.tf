@@ -1,5 +1,5 @@
 # The controller's user-assigned identity and a custom role limited to creating, reading and
-# deleting VMs (with their NICs and OS disks) in this resource group only.
+# deleting VMs (with their NICs, OS disks and launch records) in this resource group only.
 
 resource "azurerm_user_assigned_identity" "controller" {
   name                = "${local.base_name}-controller"
@@ -25,6 +25,11 @@ resource "azurerm_role_definition" "controller" {
       "Microsoft.Compute/disks/read",
       "Microsoft.Compute/disks/write",
       "Microsoft.Compute/disks/delete",
+      # launch records (providers/azure/records.py): empty SSH public key resources that keep
+      # which VMs a launch made, so a replay does not make a deleted one again
+      "Microsoft.Compute/sshPublicKeys/read",
+      "Microsoft.Compute/sshPublicKeys/write",
+      "Microsoft.Compute/sshPublicKeys/delete",
       "Microsoft.Network/networkInterfaces/read",
       "Microsoft.Network/networkInterfaces/write",
       "Microsoft.Network/networkInterfaces/delete",

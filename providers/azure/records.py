@@ -1,0 +1,114 @@
+"""Launch records: which VMs a launch made, kept where a deleted VM leaves nothing.
+
+ARM's PUT of a VM is idempotent only while the VM exists: once a Spot VM is evicted
+(``evictionPolicy: Delete``) or deleted, a PUT of its name makes a new VM, and nothing in the
+resource group says the first one ran. EC2 answers a replayed ``ClientToken`` with the instances it
+made, terminated ones included; here a launch whose PUTs were accepted writes a record instead: an
+empty ``Microsoft.Compute/sshPublicKeys`` resource (free, no key) named after the launch
+(``vms.launch_name``), tagged with the ownership tags, the request id, when it launched and which VM
+indexes it made. A replay finds the record and reports a made VM that is gone as ended, so the
+controller bills it and launches again under a new request id. ``If-None-Match: *`` on the PUT
+would not do: it refuses to overwrite an existing VM, and a deleted one no longer exists.
+
+Records older than ``KEEP_S`` are deleted by a later launch. Records are best effort: a refused or
+failed read or write is a warning, and the launch goes on as without them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from burster.errors import ProviderError
+from providers.azure import vms
+
+log = logging.getLogger("burster.providers.azure")
+KEEP_S = 6 * 3600.0  # a replay comes within a pass or a restart; EC2 lists terminated instances ~1 h
+REQUEST_TAG = vms.REQUEST_TAG
+MADE_TAG = "burster-made"  # the VM indexes made, as ranges: "0-3,5"
+AT_TAG = "burster-launched-at"  # ISO 8601, when the launch started its PUTs
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    launched_at: datetime
+    made: frozenset[int]
+
+
+def encode(indexes: Iterable[int]) -> str:
+    """``{0, 1, 2, 3, 5}`` -> ``"0-3,5"`` (a tag value holds 256 characters)."""
+    runs: list[list[int]] = []
+    for i in sorted(set(indexes)):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
+
+
+def decode(text: str) -> frozenset[int]:
+    out: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return frozenset(out)
+
+
+def _parse(tags: dict[str, str]) -> Record | None:
+    try:
+        return Record(datetime.fromisoformat(tags[AT_TAG]), decode(tags.get(MADE_TAG, "")))
+    except (KeyError, ValueError):
+        return None
+
+
+class LaunchRecords:
+    """Read, write and expire the launch records of one cluster in one resource group."""
+
+    def __init__(self, ops: Any, call: Callable[..., Any], *, resource_group: str, location: str,
+                 cluster: str, now: Callable[[], datetime]) -> None:
+        self._ops, self._call = ops, call
+        self._rg, self._location, self._cluster, self._now = resource_group, location, cluster, now
+
+    def read(self, request_id: str) -> Record | None:
+        """This request's record, if any; deletes this cluster's records older than ``KEEP_S``."""
+        try:
+            listed = self._call(lambda: [_wire(r) for r in self._ops.list_by_resource_group(self._rg)],
+                                doing=f"listing launch records of resource group {self._rg}")
+        except ProviderError as err:
+            log.warning("azure: could not read launch records (%s); a VM deleted since a launch that "
+                        "is replayed would be made again", err)
+            return None
+        mine, old_before = vms.launch_name(self._cluster, request_id), self._now() - timedelta(seconds=KEEP_S)
+        found = None
+        for res in (r for r in listed if vms.is_ours(r, self._cluster)):
+            rec = _parse(res.get("tags") or {})
+            if str(res.get("name")) == mine:
+                found = rec
+            elif rec is None or rec.launched_at < old_before:
+                self._delete(str(res.get("name")))
+        return found
+
+    def write(self, request_id: str, launched_at: datetime, made: Iterable[int], tags: dict[str, str]) -> None:
+        """Record that the launch made the VMs of indexes ``made`` (replaces the record's list)."""
+        name = vms.launch_name(self._cluster, request_id)
+        body = {"location": self._location, "properties": {},
+                "tags": {**tags, AT_TAG: launched_at.isoformat(), MADE_TAG: encode(made)}}
+        try:
+            self._call(partial(self._ops.create, self._rg, name, body), doing=f"writing launch record {name}")
+        except ProviderError as err:
+            log.warning("azure: could not write launch record %s (%s); if its VMs are deleted before "
+                        "the controller records them, a replay makes them again", name, err)
+
+    def _delete(self, name: str) -> None:
+        try:
+            self._call(partial(self._ops.delete, self._rg, name), doing=f"deleting launch record {name}")
+        except ProviderError as err:
+            log.warning("azure: could not delete old launch record %s: %s", name, err)
+
+
+def _wire(res: Any) -> dict[str, Any]:
+    return dict(res.as_dict()) if hasattr(res, "as_dict") else dict(res)
