@@ -25,7 +25,7 @@ def _philly(path: Path, rows: str) -> Path:
 KEYS = {"jobs", "cloud_usd", "cloud_usd_spot", "cloud_usd_on_demand", "onprem_utilization", "wait_p50_s",
         "wait_p95_s", "wait_p99_s", "deadline_misses", "preemptions", "lost_gpu_hours", "launches",
         "requeued_wait_gpu_hours", "stranded_gpu_hours", "node_holds", "node_holds_landed", "node_holds_expired",
-        "onprem_preemptions", "idle_nodes_handed"}
+        "onprem_preemptions", "idle_nodes_handed", "cloud_usd_waived"}
 
 
 def test_demo_json_has_the_documented_keys(capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,6 +44,7 @@ def test_demo_table_and_explain_run_as_a_process(tmp_path: Path) -> None:
     assert "launch: job philly-" in explained.stdout and "cheapest effective is" in explained.stdout
     # where the pass did other than the plan said: an AWS spot node left for EC2 to take back
     assert "note: aws-" in explained.stdout and "drained, not terminated" in explained.stdout
+    assert "AWS spot taken back free, at list $" in explained.stdout  # what those nodes would have cost
 
 
 def test_unknown_policy_lists_the_valid_ones(capsys: pytest.CaptureFixture[str]) -> None:

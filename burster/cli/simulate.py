@@ -216,7 +216,7 @@ def _print_table(r: dict[str, Any]) -> None:
         ("cloud $ total", f"{r['cloud_usd']:,.2f}"),
         ("cloud $ spot / on-demand", f"{r['cloud_usd_spot']:,.2f} / {r['cloud_usd_on_demand']:,.2f}"),
         *[(f"cloud $ {k}", f"{v:,.2f}") for k, v in r["cloud_usd_by_provider"].items()],
-        *([("spot taken back unbilled (AWS, first hour), at list $", f"{r['cloud_usd_waived']:,.2f}")]
+        *([("AWS spot taken back free, at list $", f"{r['cloud_usd_waived']:,.2f}")]
           if r["cloud_usd_waived"] else []),
         ("on-prem utilization", f"{r['onprem_utilization']:.1%}"),
         ("wait p50 / p95 / p99", f"{r['wait_p50_s']:.0f}s / {r['wait_p95_s']:.0f}s / {r['wait_p99_s']:.0f}s"),
