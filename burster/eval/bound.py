@@ -62,7 +62,7 @@ class LowerBound:
     def with_preemptions(self) -> tuple[float, ...]:
         """[p]: a lower bound on schedules that preempt at most p on-prem jobs (the reserved-run bound
         assumes none; ``splits.py``); the last entry holds for any more."""
-        if self.runs_usd is None or self.usd < self.runs_usd:  # the fluid bound won: valid for every p
+        if self.runs_usd is None:  # the fluid bound alone: valid for every p
             return (self.usd,)
         return tuple(max(self.fluid_usd, self.runs_usd - gain) for gain in self.split_gain_usd)
 
