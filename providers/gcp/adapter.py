@@ -6,6 +6,8 @@ each zone Operation is waited on with our own ZoneOperationsClient. Per-instance
 bulkInsert) give exact idempotency per node -- GCE de-duplicates a repeated requestId, and an insert
 of an existing name answers 409 alreadyExists, which we read as "already launched" -- and partial
 results fall out naturally: the instances whose Operations succeeded are the nodes that came up.
+A replayed insert whose instance is gone since (GCE answers the original DONE Operation and makes
+nothing) reports that node TERMINATED, so the controller bills it and launches under a new request id.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ from burster.retry import call_with_backoff
 from providers.gcp import naming
 from providers.gcp.clients import Clients, default_credentials, make_clients
 from providers.gcp.errors import from_api_error, from_operation
-from providers.gcp.instances import insert_body, node_of, template_for
-from providers.gcp.interruptions import PREEMPTED_FILTER, PreemptionWatch
+from providers.gcp.instances import gone_node, insert_body, node_of, template_for
+from providers.gcp.interruptions import PREEMPTED_FILTER, PreemptionWatch, ended_at
 from providers.gcp.pricing import COMPUTE_SERVICE, PriceBook
 
 T = TypeVar("T")
@@ -184,7 +186,7 @@ class GcpProvider:
         nodes: list[Node] = []
         for name, op in started:
             try:
-                nodes.append(self._settle(offering, name, op, request_id))
+                nodes.append(self._settle(offering, name, op, request_id, tags))
             except ProviderError as err:
                 errors.append(err)
         if not errors:
@@ -218,7 +220,7 @@ class GcpProvider:
 
         return self._call(fn, f"insert instance {body['name']}", offering.key)
 
-    def _settle(self, offering: Offering, name: str, op: Any, request_id: str) -> Node:
+    def _settle(self, offering: Offering, name: str, op: Any, request_id: str, tags: Mapping[str, str]) -> Node:
         """Wait for an insert Operation; the created instance as a Node, or the Operation's error."""
         if op is not None:
             op = self._wait(offering.zone, op, offering.key)
@@ -227,7 +229,9 @@ class GcpProvider:
                 self._zone_of.pop(name, None)
                 raise err
         inst = self._get(offering.zone, name, offering.key)
-        if inst is None:
+        if inst is None and op is not None:
+            return self._gone(offering, name, op, request_id, tags)
+        if inst is None:  # it answered 409 alreadyExists, and is gone now; after GCE's window: made again
             raise TransientError(f"gcp: instance {name} was created but is gone already (preempted or "
                                  "deleted); a later tick will launch again", provider=self.name,
                                  offering_key=offering.key)
@@ -235,6 +239,24 @@ class GcpProvider:
             raise ConfigError(f"gcp: instance {name} exists but was not created by request {request_id}; "
                               f"is another controller using cluster name {self._cluster!r}?")
         return node_of(inst, self._by_key, deleting=False, now=self._now())
+
+    def _gone(self, offering: Offering, name: str, op: Any, request_id: str, tags: Mapping[str, str]) -> Node:
+        """Our insert made ``name`` (its Operation is DONE without error) and it is gone: a replay after
+        a preemption or delete. TERMINATED, from the insert to the end its Operations give, else now."""
+        self._zone_of.pop(name, None)
+        now = self._now()
+        launched = min(naming.parse_time(op.insert_time, now), now)
+        end = None
+        if op.target_id:
+            try:
+                end = ended_at(self._operations(f"targetId = {op.target_id}"), int(op.target_id), now)
+            except ProviderError as err:
+                log.warning("gcp: cannot list the operations of gone instance %s, taking it as ended now: %s",
+                            name, err)
+        log.warning("gcp: instance %s of request %s was made and is gone (preempted or deleted); not made "
+                    "again under this request id", name, request_id)
+        return gone_node(name, offering, request_id, tags, launched_at=launched,
+                         ended_at=min(max(end or now, launched), now))
 
     def _wait(self, zone: str, op: Any, offering_key: str) -> Any:
         from google.cloud import compute_v1
@@ -307,20 +329,23 @@ class GcpProvider:
 
         return self._call(fn, f"delete instance {name}")
 
-    def interruptions(self) -> Sequence[Interruption]:
+    def _operations(self, flt: str) -> list[Any]:
+        """globalOperations.aggregatedList (every zone's Operations too) with this filter."""
         from google.cloud import compute_v1
 
-        req = compute_v1.AggregatedListGlobalOperationsRequest(project=self._cfg.project,
-                                                               filter=PREEMPTED_FILTER)
+        req = compute_v1.AggregatedListGlobalOperationsRequest(project=self._cfg.project, filter=flt)
 
         def fetch() -> list[Any]:
             pager = self._c.global_operations.aggregated_list(request=req, retry=None,
                                                               timeout=CALL_TIMEOUT_S)
             return [op for _, scoped in pager for op in scoped.operations]
 
+        return self._call(fetch, "list operations")
+
+    def interruptions(self) -> Sequence[Interruption]:
         since = self._now() - timedelta(seconds=NOTICE_MAX_AGE_S)
         try:
-            ops = [op for op in self._call(fetch, "list preemption operations")
+            ops = [op for op in self._operations(PREEMPTED_FILTER)
                    if naming.parse_time(op.insert_time, self._now()) >= since]
         except ProviderError as err:  # a second source: instance status below still works
             log.warning("gcp: cannot list preemption events, relying on instance status: %s", err)

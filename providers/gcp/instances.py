@@ -1,4 +1,5 @@
-"""The Instance resource both ways: the insert body we send, and Instance -> Node when we read back."""
+"""The Instance resource both ways: the insert body we send, and Instance -> Node when we read back
+(or, for an instance a replayed insert made and that is gone since, the ended Node it was)."""
 
 from __future__ import annotations
 
@@ -93,4 +94,12 @@ def node_of(inst: Any, catalog: Mapping[tuple[str, str, Market], Offering], *, d
     return Node(node_id=inst.name, offering=offering_of(inst, catalog), state=state,
                 launched_at=parse_time(inst.creation_timestamp, now),
                 request_id=labels.get(REQUEST_ID, ""), team=labels.get("team", ""),
+                exclusive=tagged_exclusive(labels))
+
+
+def gone_node(name: str, offering: Offering, request_id: str, labels: Mapping[str, str], *,
+              launched_at: datetime, ended_at: datetime) -> Node:
+    """An instance our insert made that is gone (preempted and deleted, or deleted): TERMINATED."""
+    return Node(node_id=name, offering=offering, state=NodeState.TERMINATED, launched_at=launched_at,
+                request_id=request_id, team=labels.get("team", ""), ended_at=ended_at,
                 exclusive=tagged_exclusive(labels))

@@ -19,6 +19,7 @@ from burster.model import Interruption
 from providers.gcp.naming import is_cluster_instance, last_segment, parse_time
 
 PREEMPTED_FILTER = 'operationType="compute.instances.preempted"'
+ENDING_OPS = frozenset({"compute.instances.preempted", "delete"})  # what removes a VM of ours
 NOTICE_S = 30.0  # GCE's preemption notice: ACPI soft-off, then the VM stops within about 30 s
 STOPPING_STATES = frozenset({"STOPPING", "TERMINATED", "SUSPENDING", "SUSPENDED"})
 
@@ -63,3 +64,11 @@ class PreemptionWatch:
             if notice is not None:
                 out.append(notice)
         return out
+
+
+def ended_at(ops: Iterable[Any], target_id: int, default: datetime) -> datetime | None:
+    """When the instance ``target_id`` went: the earliest end of its preempted or delete Operation
+    (``endTime``, else ``insertTime``); None when none is listed."""
+    ends = [parse_time(op.end_time or op.insert_time, default) for op in ops
+            if op.operation_type in ENDING_OPS and int(op.target_id or 0) == target_id]
+    return min(ends, default=None)

@@ -89,7 +89,7 @@ class State:
     capacity: dict[tuple[str, str], int] = field(default_factory=dict)
     capacity_code: str = "ZONE_RESOURCE_POOL_EXHAUSTED"
     throttle: list[int] = field(default_factory=list)
-    fail_requests: list[tuple[str, ApiError]] = field(default_factory=list)
+    fail_requests: list[tuple[str, str, ApiError]] = field(default_factory=list)  # method, path part
     fail_insert_ops: list[tuple[str, str, int, list[dict[str, Any]]]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)  # method, path, query, body
     transitions: list[tuple[int, Any]] = field(default_factory=list)
@@ -116,10 +116,12 @@ class FakeCompute:
         with self._lock:
             self.s.throttle += [status] * calls
 
-    def fail_next(self, method: str, code: int, reason: str, message: str, domain: str = "global") -> None:
-        """The next request with this HTTP method answers this error (403 quotaExceeded, 401, 503...)."""
+    def fail_next(self, method: str, code: int, reason: str, message: str, domain: str = "global",
+                  path: str = "") -> None:
+        """The next request with this HTTP method (and ``path`` in its URL path) answers this error
+        (403 quotaExceeded, 401, 503...)."""
         with self._lock:
-            self.s.fail_requests.append((method, ApiError(code, message, reason, domain)))
+            self.s.fail_requests.append((method, path, ApiError(code, message, reason, domain)))
 
     def fail_next_insert_op(self, code: str, message: str, http_status: int = 403,
                             details: list[dict[str, Any]] | None = None) -> None:
@@ -212,8 +214,8 @@ class FakeCompute:
             try:
                 if self.s.throttle:
                     raise rate_limited(self.s.throttle.pop(0))
-                for i, (m, err) in enumerate(self.s.fail_requests):
-                    if m == method:
+                for i, (m, part, err) in enumerate(self.s.fail_requests):
+                    if m == method and part in url.path:
                         del self.s.fail_requests[i]
                         raise err
                 return 200, self._route(method, url.path, query, body)

@@ -68,6 +68,26 @@ def test_insert_returns_a_zone_operation_and_dedupes_its_request_id(servers) -> 
     assert code == 409 and dup["error"]["errors"][0]["reason"] == "alreadyExists"
 
 
+def test_a_replayed_insert_after_the_instance_went_answers_the_original_done_operation(servers) -> None:
+    """GCE ignores a repeated requestId and answers the original Operation, DONE and error-free, even
+    when the instance it made is gone: its targetLink then GETs 404, and nothing new is made."""
+    compute, url, _, _ = servers
+    rid, body = str(uuid.uuid4()), {**BODY, "name": "vm-gone"}
+    _, op = call(f"{url}{BASE}/zones/us-central1-a/instances?requestId={rid}", "POST", body)
+    _, done = call(f"{url}{BASE}/zones/us-central1-a/operations/{op['name']}/wait", "POST")
+    _, inst = call(f"{url}{BASE}/zones/us-central1-a/instances/vm-gone")
+    compute.preempt("us-central1-a", "vm-gone")  # instanceTerminationAction DELETE
+    compute.settle()
+    code, again = call(f"{url}{BASE}/zones/us-central1-a/instances?requestId={rid}", "POST", body)
+    assert code == 200 and again == done and again["targetId"] == inst["id"]
+    assert again["status"] == "DONE" and "error" not in again and again["clientOperationId"] == rid
+    assert call(f"{url}{BASE}/zones/us-central1-a/instances/vm-gone")[0] == 404
+    flt = urllib.parse.quote(f"targetId = {inst['id']}")
+    _, ops = call(f"{url}{BASE}/aggregated/operations?filter={flt}")
+    types = sorted(o["operationType"] for o in ops["items"]["zones/us-central1-a"]["operations"])
+    assert types == ["compute.instances.preempted", "insert"]
+
+
 def test_capacity_is_reported_in_the_done_operation(servers) -> None:
     compute, url, _, _ = servers
     compute.set_capacity("us-east1-b", "a2-highgpu-1g", 0)
