@@ -251,7 +251,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     if params.prewarm and snapshot.signals:
         launches += prewarm(snapshot, cost, book, queue, idle.free + (standby.free if standby else []))
     if standby is not None and standby.stock:
-        launches += stock_launches(standby, now, cost.p.launch_latency_s)
+        launches += stock_launches(standby, cost.p.launch_latency_s)
     return launches
 
 

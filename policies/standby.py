@@ -51,13 +51,15 @@ class StandbyParams:
 @dataclass(slots=True)
 class Standby:
     """One pass's standby: per shape, the nodes wanted warm and where to launch them; the free
-    exclusive nodes (cheapest first; ``take`` hands them out); when the counts next fall; and the
-    holds that handed nodes out this pass."""
+    exclusive nodes (cheapest first; ``take`` hands them out); when the counts next fall; the
+    holds that handed nodes out this pass; and per shape the ids of the live exclusive nodes
+    launched for no job (a stock launch's request id: it changes once a node of it is seen)."""
 
     stock: dict[Shape, tuple[int, Offering]] = field(default_factory=dict)
     free: list[Node] = field(default_factory=list)
     next_change: datetime | None = None
     holds: list[Hold] = field(default_factory=list)
+    unowned: dict[Shape, tuple[str, ...]] = field(default_factory=dict)
 
     def keep(self) -> frozenset[str]:
         """The free nodes within each shape's stock, cheapest first: kept past their idle TTL."""
@@ -148,11 +150,18 @@ def standby(snapshot: Snapshot, cost: CostModel, params: StandbyParams) -> Stand
     free = free_exclusive(snapshot)
     ages = [t + window for s in stock for t in starts[s]]
     next_change = datetime.fromtimestamp(min(ages), tz=now.tzinfo) if ages else None
-    return Standby(stock, free, next_change)
+    unowned: dict[Shape, tuple[str, ...]] = {}
+    if stock:
+        for n in snapshot.cloud_nodes:  # sorted by id
+            if n.exclusive and n.for_job is None and _shape(n.offering) in stock:
+                unowned[_shape(n.offering)] = (*unowned.get(_shape(n.offering), ()), n.node_id)
+    return Standby(stock, free, next_change, unowned=unowned)
 
 
-def stock_launches(sb: Standby, now: datetime, boot_s: float) -> list[Launch]:
-    """Launches that bring each shape's free nodes (after this pass's holds) up to its stock."""
+def stock_launches(sb: Standby, boot_s: float) -> list[Launch]:
+    """Launches that bring each shape's free nodes (after this pass's holds) up to its stock. The
+    request id names no instant: while a launch's nodes are unseen (reply lost, listed late) the
+    next pass sends it again under the same id; once seen, they change ``unowned`` and so the id."""
     out: list[Launch] = []
     for (model, gpus), (k, offering) in sorted(sb.stock.items()):
         have = sum(1 for n in sb.free if _shape(n.offering) == (model, gpus))
@@ -161,7 +170,7 @@ def stock_launches(sb: Standby, now: datetime, boot_s: float) -> list[Launch]:
         count = k - have
         out.append(Launch(
             offering=offering, count=count, exclusive=True,
-            request_id=request_id("standby", offering.key, count, now.isoformat()),
+            request_id=request_id("standby", offering.key, count, *sb.unowned.get((model, gpus), ())),
             reason=(f"standby: {k} x {model or 'any'} {gpus}-GPU node(s) kept warm for jobs bursting now "
                     f"({have} free); a boot's wait costs more than a node idling between them"),
             est_hours=boot_s / 3600.0,

@@ -153,7 +153,7 @@ def test_the_stock_covers_the_most_starts_within_one_boot_that_pay_for_their_idl
     # k = 5 idles 450 s ($0.1125), k = 6 idles 540 s ($0.135)
     assert {s: k for s, (k, _) in sb.stock.items()} == {("V100", 1): 5}
     assert sb.next_change == NOW - timedelta(seconds=60 + 20 * 9) + timedelta(seconds=900)  # the oldest ages out
-    (launch,) = stock_launches(sb, NOW, 180.0)
+    (launch,) = stock_launches(sb, 180.0)
     assert launch.count == 5 and launch.exclusive and launch.offering == SPOT and launch.job_id is None
 
 
@@ -179,7 +179,7 @@ def test_idle_nodes_within_the_stock_outlive_their_ttl_the_rest_go() -> None:
     assert keep == {f"idle{i}" for i in (2, 3, 4, 5, 6)}  # the cheapest five
     gone = {a.node_ids[0] for a in idle_ttl(s, ReclaimParams(idle_ttl_s=300), keep) if isinstance(a, Terminate)}
     assert gone == {"idle0", "idle1"}
-    assert stock_launches(sb, NOW, 180.0) == []  # the stock is there already
+    assert stock_launches(sb, 180.0) == []  # the stock is there already
 
 
 def test_an_empty_plan_wakes_when_the_stock_falls() -> None:
@@ -207,3 +207,18 @@ def test_a_budget_guard_refuses_an_idle_node_whose_job_would_break_the_budget() 
     (hold, why), = [(a, w) for a, w in plan.refused if isinstance(a, Hold)]
     assert hold.node_id == "idle1" and "team vision budget $5.00 would be exceeded" in why
     assert any(isinstance(a, Hold) for a in policy(50.0).decide(s).actions)
+
+
+def test_a_stock_launch_keeps_its_request_id_until_a_node_of_it_is_seen() -> None:
+    """A stock launch whose reply was lost, its node listed late, is sent again under the same id
+    (which the cloud answers with that node), not launched anew; once seen, a refill gets a new id."""
+    nodes, running = batch(3)  # a stock of one
+    def launches(extra: list[Node], after_s: float) -> list[str]:
+        s = replace(snap([*nodes, *extra], running), now=NOW + timedelta(seconds=after_s))
+        return [a.request_id for a in stock_launches(standby(s, COST, PARAMS), 180.0)]
+    (first,) = launches([], 0.0)
+    assert launches([], 10.0) == [first]  # nothing seen of it yet
+    mine = replace(idle(9, state=NodeState.LAUNCHING), for_job=None, request_id=first)
+    assert launches([mine], 20.0) == []
+    (refill,) = launches([replace(mine, state=NodeState.READY, job_id="taker")], 30.0)  # handed out
+    assert refill != first
