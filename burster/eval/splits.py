@@ -16,6 +16,7 @@ gaps, identical jobs counted ``count`` times). ``split_gains`` returns their run
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,11 +26,12 @@ from burster.eval.fluid import FloatArray
 if TYPE_CHECKING:
     from burster.eval.runs import RunJobs
 
-MAX_SPLITS = 10_000  # running sums kept (an arm with more preemptions gets the last one: still a bound)
+MAX_SPLITS = 10_000  # running sums kept; past them the gain is unbounded (the bound falls to the fluid's)
 
 
 def split_gains(j: RunJobs, lam: FloatArray, slot_s: float, minima: FloatArray) -> tuple[float, ...]:
-    """(0, g_1, g_1 + g_2, ...): the largest gaps min_s f_j - split_j summed, one job at a time."""
+    """(0, g_1, g_1 + g_2, ...): the largest gaps min_s f_j - split_j summed, one job at a time; cut
+    at ``MAX_SPLITS`` with a last entry of inf (more splits: no more than the fluid bound is known)."""
     slots = len(lam)
     finite = j.price[np.isfinite(j.price)]
     top = float(finite.max()) if len(finite) else 0.0
@@ -45,5 +47,6 @@ def split_gains(j: RunJobs, lam: FloatArray, slot_s: float, minima: FloatArray) 
             cost += price[full] * (j.runtime[i] - full * slot_s)
         gaps[i] = max(float(minima[i]) - j.gpus[i] * cost, 0.0)
     order = np.argsort(-gaps, kind="stable")
-    each = np.repeat(gaps[order], j.count[order].astype(np.int64))[:MAX_SPLITS]
-    return (0.0, *np.cumsum(each).tolist())
+    each = np.repeat(gaps[order], j.count[order].astype(np.int64))
+    sums = np.cumsum(each[:MAX_SPLITS]).tolist()
+    return (0.0, *sums, *((math.inf,) if len(each) > MAX_SPLITS else ()))

@@ -222,3 +222,24 @@ def test_a_stock_launch_keeps_its_request_id_until_a_node_of_it_is_seen() -> Non
     assert launches([mine], 20.0) == []
     (refill,) = launches([replace(mine, state=NodeState.READY, job_id="taker")], 30.0)  # handed out
     assert refill != first
+
+
+def test_a_stock_launchs_id_names_only_the_unowned_exclusive_nodes_of_its_shape() -> None:
+    """Nodes of a job (booting for a waiting one) or shared ones come and go without changing the id
+    (a lost launch is replayed, not made again); every unowned exclusive node is named, in id order."""
+    nodes, running = batch(3)  # a stock of one
+    waiting = Demand("w", 1, NOW, 1_800.0, gpu_model="V100")
+    booting = replace(idle(7, state=NodeState.LAUNCHING), for_job="w", job_id=None)
+    shared = replace(idle(8, exclusive=False), for_job=None)
+    def ids(extra: list[Node], pending: tuple[Demand, ...] = ()) -> list[str]:
+        return [a.request_id for a in stock_launches(standby(snap([*nodes, *extra], running, pending),
+                                                             COST, PARAMS), 180.0)]
+    assert ids([booting], (waiting,)) == ids([shared]) == ids([])
+    taken = [replace(idle(i), for_job=None, job_id=f"t{i}") for i in (1, 2)]
+    assert standby(snap([*nodes, *taken], running), COST, PARAMS).unowned == {("V100", 1): ("idle1", "idle2")}
+
+
+def test_a_stock_launchs_id_changes_with_its_count() -> None:
+    """The same id must mean the same request: a stock that grows asks under a new one."""
+    (one,), (two,) = (stock_launches(Standby(stock={("V100", 1): (k, SPOT)}), 180.0) for k in (1, 2))
+    assert (one.count, two.count) == (1, 2) and one.request_id != two.request_id
