@@ -6,7 +6,6 @@ making it again, and the reconcile pass bills it and launches under a new reques
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,14 +13,10 @@ import pytest
 from burster.clock import FakeClock
 from burster.errors import CapacityError
 from burster.lifecycle import NodeState
-from burster.model import Snapshot
-from burster.plan import Launch, Plan
-from burster.reconciler import Reconciler
-from burster.state import MemoryState
+from burster.plan import Launch
 from providers.azure import records
-from providers.sim.events import EventQueue
-from providers.sim.pool import SimPool
 from tests.providers.harness_azure import fakes, provider, spot_offering
+from tests.providers.replay import restarted
 
 
 def group() -> str:
@@ -99,29 +94,14 @@ def test_without_the_record_permission_launches_still_work() -> None:
     assert node.state is NodeState.READY and arm.records(rg) == []
 
 
-@dataclass
-class Replay:
-    """A policy that plans one launch every pass (the job it is for is still waiting)."""
-
-    launch: Launch
-    name: str = "replay"
-
-    def decide(self, snapshot: Snapshot) -> Plan:
-        return Plan(actions=(self.launch,))
-
-
 def test_the_reconcile_pass_bills_the_evicted_vm_and_launches_again_under_a_new_id() -> None:
     rg, arm = group(), fakes().arm
     clock = FakeClock(datetime.now(UTC) + timedelta(seconds=10))
     launch = Launch(spot_offering(), 1, "burst job-7", "req-crashed", job_id="job-7", team="vision")
     (node,) = provider(rg, now=clock.now).launch(launch.offering, 1, request_id=launch.request_id)
     arm.evict(rg, node.node_id)  # while no controller ran
-    state = MemoryState()
-    state.put_intent(launch)  # written before the call; the controller died before it recorded the node
     clock.advance(120)
-    pool = SimPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
-    rec = Reconciler(providers={"azure": provider(rg, now=clock.now)}, pool=pool, policy=Replay(launch),
-                     clock=clock, state=state)
+    rec, state = restarted("azure", provider(rg, now=clock.now), launch, clock)
     report = rec.run_once()
     assert any("launching again under a new request id" in e for e in report.errors)
     assert arm.vm(rg, node.node_id) is None

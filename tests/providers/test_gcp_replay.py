@@ -6,7 +6,6 @@ reconcile pass bills it and launches again under a new request id."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,14 +13,10 @@ import pytest
 
 from burster.clock import FakeClock
 from burster.lifecycle import NodeState
-from burster.model import Snapshot
-from burster.plan import Launch, Plan
-from burster.reconciler import Reconciler
-from burster.state import MemoryState
+from burster.plan import Launch
 from providers.gcp.naming import parse_time
-from providers.sim.events import EventQueue
-from providers.sim.pool import SimPool
 from tests.providers.harness_gcp import ZONE, GcpBackend, catalog_offering, gcp_backend
+from tests.providers.replay import restarted
 
 
 @pytest.fixture
@@ -81,17 +76,6 @@ def test_without_the_operations_listing_the_end_is_now(b: GcpBackend) -> None:
     assert again.state is NodeState.TERMINATED and again.ended_at == clock.now()
 
 
-@dataclass
-class Replay:
-    """A policy that plans one launch every pass (the job it is for is still waiting)."""
-
-    launch: Launch
-    name: str = "replay"
-
-    def decide(self, snapshot: Snapshot) -> Plan:
-        return Plan(actions=(self.launch,))
-
-
 def test_the_reconcile_pass_bills_the_preempted_instance_and_launches_again_under_a_new_id(
         b: GcpBackend) -> None:
     clock = FakeClock(datetime.now(UTC) + timedelta(seconds=10))
@@ -99,12 +83,8 @@ def test_the_reconcile_pass_bills_the_preempted_instance_and_launches_again_unde
     (node,) = b.provider(now=clock.now).launch(launch.offering, 1, request_id=launch.request_id)
     b.compute.preempt(ZONE, node.node_id)  # while no controller ran
     b.compute.settle()
-    state = MemoryState()
-    state.put_intent(launch)  # written before the call; the controller died before it recorded the node
     clock.advance(120)
-    pool = SimPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
-    rec = Reconciler(providers={"gcp": b.provider(now=clock.now)}, pool=pool, policy=Replay(launch),
-                     clock=clock, state=state)
+    rec, state = restarted("gcp", b.provider(now=clock.now), launch, clock)
     report = rec.run_once()
     assert any("launching again under a new request id" in e for e in report.errors)
     assert b.compute.instance(ZONE, node.node_id) is None
