@@ -1,7 +1,8 @@
 """A simulated on-prem pool: FIFO with EASY backfill on reserved nodes, plus joined burst nodes.
 
 Burst nodes launched for a job are that job's (like Slurm's cloud nodes allocated before power-up):
-the job starts when all of its gang's nodes have joined, unless reserved capacity took it first.
+the job starts when all of its gang's nodes have joined, if they are enough for it (one a node
+of which ended while booting waits for the rest to go), unless reserved capacity took it first.
 Idle burst nodes take queued single-node jobs that fit, except jobs waiting for nodes of their own
 (those are allocated to them); an exclusive node (``Launch.exclusive``) takes only its own job or
 one the controller holds it for (``hold``). Preemption loses the work since the last

@@ -1,7 +1,7 @@
 """Which queued jobs the simulated pool starts, and where: a job's own burst nodes once all have
-joined, reserved nodes in queue order with EASY backfill (held nodes first for the jobs they are
-held for), then idle shared burst nodes, cheapest first. ``start`` does the starting; these only
-choose (each start changes what the next one sees)."""
+joined (if enough for it), reserved nodes in queue order with EASY backfill (held nodes first for
+the jobs they are held for), then idle shared burst nodes, cheapest first. ``start`` does the
+starting; these only choose (each start changes what the next one sees)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,9 @@ class BurstNode:
 
 def start_on_own_nodes(queue: PoolQueue, burst: Mapping[str, BurstNode], booting: set[str | None],
                        now: datetime, start: Start) -> None:
-    """Each job whose launched nodes have all joined (and are idle) starts on them."""
+    """Each job whose launched nodes have all joined (and are idle) starts on them, if they are
+    enough for it (``enough``); one left short (a node of its launch ended while booting) waits
+    for the controller to give the rest back."""
     nodes_for: dict[str | None, list[BurstNode]] = {}
     for b in burst.values():
         if not b.draining:
@@ -40,8 +42,19 @@ def start_on_own_nodes(queue: PoolQueue, burst: Mapping[str, BurstNode], booting
     for job_id in [j for j in queue if j in booting]:
         job = queue[job_id]
         mine = nodes_for.get(job_id, [])
-        if mine and all(b.joined and b.job_id is None for b in mine):
+        if mine and all(b.joined and b.job_id is None for b in mine) and enough(job, [b.offering for b in mine]):
             start(job, now, tuple(sorted(b.node_id for b in mine)), ())
+
+
+def enough(job: Demand, offerings: Sequence[Offering]) -> bool:
+    """Whether nodes of these offerings hold all of ``job``'s gang: each member needs
+    ceil(GPUs per member / the offering's GPUs per node) nodes of one offering (``CostModel.nodes_for``)."""
+    count: dict[str, int] = {}
+    per_node: dict[str, int] = {}
+    for o in offerings:
+        count[o.key] = count.get(o.key, 0) + 1
+        per_node[o.key] = o.gpus_per_node
+    return sum(k // -(-job.gpus_per_node // per_node[key]) for key, k in count.items()) >= job.nodes
 
 
 def start_on_reserved(pending: Callable[[], Sequence[Demand]], onprem: OnPremNodes, ends: Sequence[Ends],

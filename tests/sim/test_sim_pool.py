@@ -95,15 +95,16 @@ def test_a_job_stopped_after_running_past_its_estimate_is_requeued_with_the_work
 def test_the_pause_of_a_stopped_job_until_its_restart_is_measured() -> None:
     """A 2-GPU job stopped 5 min in and restarted 10 min later: 2 GPUs x 10 min queued again, which
     the first-wait percentiles do not see."""
+    x4 = replace(ON_DEMAND, instance_type="p3.8xlarge", gpus_per_node=4, price_per_hour_usd=12.24)
     pool = SimPool(EventQueue(), nodes=0, gpus_per_node=8, gpu_model="V100")
     pool.submit(Demand("a", 2, T0, 3600.0, gpu_model="V100"), T0)
-    pool.expect("n1", ON_DEMAND, "a")
+    pool.expect("n1", x4, "a")
     pool.join("n1")
     pool.schedule(T0)
     pool.metrics.advance(T0 + timedelta(minutes=5))
     pool.drain("n1")
     assert pool.metrics.requeued_wait_gpu_hours == 0.0
-    pool.expect("n2", ON_DEMAND, "a")
+    pool.expect("n2", x4, "a")
     pool.join("n2")
     pool.schedule(T0 + timedelta(minutes=15))
     assert [p.job.job_id for p in pool.running()] == ["a"]
