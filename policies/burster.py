@@ -1,4 +1,5 @@
-"""Burster's own policy: estimates corrected, then interruptions, deadline switches, burst, reclaim, guards."""
+"""Burster's own policy: estimates corrected, then interruptions, deadline switches, short gangs given back,
+burst, reclaim, guards."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from datetime import datetime
 from functools import partial
 
 from burster.model import Snapshot
-from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan
+from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan, Terminate
 from policies.burst import BurstParams, burst
 from policies.consolidate import consolidate
 from policies.cost import CostModel
@@ -29,7 +30,7 @@ from policies.guards import (
 from policies.preempt import incoming, may_turn_urgent, preempt_for_urgent
 from policies.queue import ReservedQueue
 from policies.quiet import with_quiet_until
-from policies.reclaim import ReclaimParams, idle_ttl, move_back, reserved_room
+from policies.reclaim import ReclaimParams, give_back_short, idle_ttl, move_back, reserved_room
 from policies.standby import StandbyParams, standby
 
 
@@ -71,6 +72,10 @@ class BursterPolicy:
         slots = NodeRoom(snapshot, p.guards.max_nodes)  # under the node cap: switches first, then bursts
         switches = switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s, price_risk=p.risk_switch)
         actions += slots.keep(switches)
+        stopped = frozenset(i for a in actions for i in (a.node_ids if isinstance(a, Terminate) else
+                                                          (a.node_id,) if isinstance(a, Checkpoint) else ()))
+        short = give_back_short(snapshot, self.cost, stopped, p.guards.protected_node_ids)  # relaunched next pass
+        actions += short
         wakes: list[datetime] = [overrun_wake] if overrun_wake is not None else []
         warm = standby(snapshot, self.cost, p.standby)
         if warm.next_change is not None:
@@ -88,7 +93,8 @@ class BursterPolicy:
             actions += warm.holds + slots.keep(launches) + swaps
         kept_warm = warm.keep()
         handed = frozenset(taken) | {h.node_id for h in warm.holds}
-        actions += idle_ttl(snapshot, p.reclaim, kept_warm | handed)
+        given = {i for a in short for i in a.node_ids}
+        actions += idle_ttl(snapshot, p.reclaim, kept_warm | handed | given)
         if p.reclaim.move_back:
             busy = {a.node_id for a in actions if isinstance(a, Checkpoint | Drain)}
             back: list[Checkpoint | Hold] = []

@@ -25,7 +25,7 @@ from burster.model import Demand, Market, Offering, Placement, Snapshot
 from burster.plan import Action, Checkpoint, Launch, request_id
 from policies.burst import BurstParams, choose, slack_s, spot_rework_limit
 from policies.cost import CostModel
-from policies.deadline import launched_for_running
+from policies.deadline import holds_gang, launched_for_running
 from policies.guards import NodeRoom
 from policies.offers import OfferBook, offer_book
 
@@ -52,10 +52,10 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         if current is None or any(i in skip or (i not in ready or ready[i].key != current.key) for i in p.node_ids):
             continue  # not all up, being stopped already, or a gang split over offerings
         new = launched.get(p.job.job_id)
-        if new is not None:  # its new nodes were launched: move once all of them are up
-            if all(n.state is NodeState.READY for n in new):
+        if new is not None:  # its new nodes were launched: move once all are up and hold its gang
+            if all(n.state is NodeState.READY for n in new) and holds_gang(p.job, new, cost):
                 out += _checkpoints(p, current, new[0].offering, cost, snapshot)
-            continue
+            continue  # (a short set, a node of it ended, is given back: reclaim.give_back_short)
         if (room is None or room.open) and _saving_bound(p, current, book, cost, snapshot) > 0:
             candidates.append((p, current))  # (else no offering could pay for a move, or none has room)
     for p, current in sorted(candidates, key=lambda c: (-c[0].price_per_hour_usd, c[0].job.job_id)):

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from datetime import timedelta
 
 from burster.lifecycle import NodeState
@@ -98,8 +99,8 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
             out.append(Terminate(to_spot, request_id=request_id("drop-move", job.job_id, *to_spot),
                                  reason=f"{why}: drop its move to spot ({', '.join(to_spot)}) for on-demand"))
         demand = [n for n in mine if n.offering.market is Market.ON_DEMAND]
-        if demand:
-            if all(n.state is NodeState.READY for n in demand):
+        if demand:  # a short set (a node ended before the move) is given back: reclaim.give_back_short
+            if all(n.state is NodeState.READY for n in demand) and holds_gang(job, demand, cost):
                 out += _checkpoints(p, snapshot, cost, f"{why}: its on-demand nodes are up, move it there")
             continue  # its nodes are booting (or being moved onto): wait for them
         book = book or offer_book(snapshot, cost)
@@ -141,7 +142,7 @@ def _checkpoints(p: Placement, snapshot: Snapshot, cost: CostModel, reason: str)
 
 def launched_for_running(snapshot: Snapshot) -> dict[str, list[Node]]:
     """Nodes launched for a running job that it does not run on yet (a move in progress), by job id."""
-    waiting = [n for n in snapshot.cloud_nodes if n.for_job is not None and not n.busy and n.state in _UP]
+    waiting = [n for n in snapshot.cloud_nodes if n.for_job is not None and not n.busy and n.state in UP]
     if not waiting:
         return {}
     running = {p.job.job_id for p in snapshot.running}
@@ -152,4 +153,16 @@ def launched_for_running(snapshot: Snapshot) -> dict[str, list[Node]]:
     return out
 
 
-_UP = frozenset({NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY})
+def holds_gang(job: Demand, nodes: Iterable[Node], cost: CostModel) -> bool:
+    """Whether ``nodes`` (launched for ``job``) hold all its gang: each member needs
+    ``nodes_for(job, offering) / job.nodes`` nodes of one offering (as the pool starts it)."""
+    count: dict[str, int] = {}
+    per_member: dict[str, int] = {}
+    for n in nodes:
+        key = n.offering.key
+        count[key] = count.get(key, 0) + 1
+        per_member[key] = cost.nodes_for(job, n.offering) // job.nodes
+    return sum(k // per_member[key] for key, k in count.items()) >= job.nodes
+
+
+UP = frozenset({NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY})

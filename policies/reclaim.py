@@ -6,6 +6,8 @@
 - Join timeout: a node launched for a job that has not started on it ``join_timeout_s`` after the
   launch (it never came up, or never joined the pool) goes, so the job can burst again; else it
   would bill on and keep the job waiting for it for good.
+- Short gangs: the nodes launched for a job that one of them ended before it started there leaves
+  too few for its gang go at once (``give_back_short``), so it launches whole again.
 - Move back: when reserved GPUs are free beyond what queued jobs ahead of it are owed, a running
   cloud job is checkpointed (then drained and terminated), most expensive first, when the cloud
   dollars saved exceed the restart cost.
@@ -24,7 +26,7 @@ from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Node, Placement, PoolNode, QueueKey, Requeue, Snapshot, queue_key
 from burster.plan import Action, Checkpoint, Hold, Terminate, request_id
 from policies.cost import BILLING, DEFAULT_BILLING, CostModel
-from policies.deadline import launched_for_running
+from policies.deadline import UP, holds_gang, launched_for_running
 from policies.queue import ReservedQueue
 
 
@@ -78,6 +80,38 @@ def idle_ttl(snapshot: Snapshot, params: ReclaimParams, keep: frozenset[str] = f
 
 
 _COMING = frozenset({NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY})
+
+
+def give_back_short(snapshot: Snapshot, cost: CostModel, gone: frozenset[str] = frozenset(),
+                    protected: frozenset[str] = frozenset()) -> list[Terminate]:
+    """Terminate the nodes launched for a job (pending, or running elsewhere: a move) that are too
+    few for its gang (``holds_gang``; those booting count, so a launch in flight completing the set
+    does): one ended before the job started there (a budget stop, its cloud, a console). The pool
+    does not start a job on a short set and a move waits for a whole one, so it would bill until the
+    join timeout; given back, the burst, switch or consolidation rule launches a whole set again.
+    ``gone``: nodes stopped in this pass (not counted). A set with a ``protected`` (or
+    ``Node.protected``) node, or on a degraded provider, is left alone."""
+    sets: dict[str, list[Node]] = {}
+    for n in snapshot.cloud_nodes:
+        if n.for_job is not None and not n.busy and n.state in UP and n.node_id not in gone:
+            sets.setdefault(n.for_job, []).append(n)
+    if not sets:
+        return []
+    pending = {j.job_id: j for j in snapshot.pending if j.job_id in sets}
+    jobs = pending | {p.job.job_id: p.job for p in snapshot.running if p.job.job_id in sets}
+    out: list[Terminate] = []
+    for job_id, nodes in sorted(sets.items()):
+        job = jobs.get(job_id)
+        if job is None or holds_gang(job, nodes, cost) or any(
+                n.protected or n.node_id in protected or n.offering.provider in snapshot.degraded_providers
+                for n in nodes):
+            continue
+        ids = tuple(sorted(n.node_id for n in nodes))
+        what = "gang" if job_id in pending else "move's new set"
+        out.append(Terminate(ids, request_id=request_id("short", job_id, *ids), reason=(
+            f"job {job_id}'s {what} lost a node while booting: {len(ids)} of "
+            f"{cost.nodes_for(job, nodes[0].offering)} left; giving it back to relaunch whole")))
+    return out
 
 
 def unjoined(node: Node, pending_for: set[str] | frozenset[str]) -> bool:

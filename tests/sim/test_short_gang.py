@@ -5,8 +5,8 @@ Nodes launched for a job are that job's, and the pool starts it once they have a
 ended while booting, must not run on the rest. The controller reaches that state: a hard budget
 stops the burn node by node, most expensive first, until it fits, so it may stop one node of a
 booting gang and not the other; a cloud may also take one node back alone, or someone terminate
-it. The job then waits until the rest is given back (by the budget stop, or the join timeout) and
-runs on a whole launch or on-prem.
+it. The policy gives the rest back as soon as it sees the set short (``reclaim.give_back_short``),
+not at the join timeout, and the job runs on a whole launch or on-prem.
 """
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ def test_a_gang_a_budget_stop_cuts_short_does_not_run_on_half_its_nodes(starts: 
     under a hard budget that just covers its launch. While it boots the burn passes the budget, and
     the budget stop terminates the most expensive node until it fits: one of the gang's two. The
     gang must not start on the other when it joins (it once ran there alone, at half the price);
-    the budget stop gives that one back too, and the gang runs on-prem once the reserved jobs end."""
+    the policy gives that one back in the same pass (the budget stop took it 130 s later, billed
+    220 s), and the gang runs on-prem once the reserved jobs end."""
     clock = FakeClock(T0)
     jobs = [Demand(f"r{i}", 8, T0, 7200.0, gpu_model="V100") for i in range(2)]
     jobs.append(Demand("gang", 16, T0 + timedelta(minutes=1), 30.0, nodes=2, gpu_model="V100"))
@@ -93,15 +94,19 @@ def test_a_gang_a_budget_stop_cuts_short_does_not_run_on_half_its_nodes(starts: 
     assert [(job, nodes) for job, nodes, _ in starts if job == "gang"] == [("gang", ())]  # on-prem only
     launches = [d for d in decisions if " launch: job gang " in d]
     stops = [d for d in decisions if "terminate: hard budget" in d]
-    assert len(launches) == 1 and [d[:8] for d in stops] == ["00:02:30", "00:04:40"]  # one node each time
+    assert len(launches) == 1 and [d[:8] for d in stops] == ["00:02:30"]  # one node
+    assert [d[:8] for d in decisions if "gang lost a node while booting: 1 of 2 left" in d] == ["00:02:30"]
+    assert sorted(e.billed_s for e in rec.state.ledger) == [90.0, 90.0]  # the lone node billed 220 s before
     assert world.pool.metrics.finished_jobs == 3
     assert not rec.state.has_live()
 
 
 def test_a_gang_with_a_node_gone_while_booting_is_launched_again_whole(starts: list) -> None:
     """One node of a booting 2-node gang is terminated outside the controller (a console, or its
-    cloud taking back that one alone). The gang waits on the other until the join timeout gives it
-    back, then bursts again and runs on two fresh nodes."""
+    cloud taking back that one alone). Once the controller sees it gone (its listing grace) the other
+    is given back, not at the join timeout (20 minutes after the launch, which also blocked the
+    offering for 10 minutes as if the node had never joined), and the gang bursts again on two fresh
+    nodes the next pass."""
     clock = FakeClock(T0)
     world = SimWorld(clock=clock, jobs=[GANG], offerings=[X8], providers=["aws"], pool_nodes=0, gpus_per_node=8,
                      gpu_model="V100")
@@ -109,6 +114,12 @@ def test_a_gang_with_a_node_gone_while_booting_is_launched_again_whole(starts: l
     world.events.at(T0 + timedelta(seconds=60), lambda t: cloud.terminate(["aws-000002"], request_id="console"))
     rec, decisions = run_recorded(world, BursterPolicy(), clock, T0 + timedelta(hours=3))
     assert [(job, nodes) for job, nodes, _ in starts] == [("gang", ("aws-000003", "aws-000004"))]
-    assert any("aws-000001" in d and "join timeout" in d for d in decisions)
+    assert not any("join timeout" in d for d in decisions)
+    (give_back,) = [d for d in decisions if "gang lost a node while booting: 1 of 2 left" in d]
+    (relaunch,) = [d for d in decisions if " launch: job gang " in d and d[:8] != "00:00:00"]
+    lone = next(e for e in rec.state.ledger if e.node_id == "aws-000001")
+    # before: billed 1200 s, relaunched at 00:30:00. (00:07:50 is the first pass past the listing grace
+    # that ends aws-000002; ticking through every 10 s, it is 00:05:00: that end is no wake for the skip)
+    assert lone.billed_s == 470.0 and give_back[:8] == "00:07:50" and relaunch[:8] == "00:08:00"
     assert world.pool.metrics.finished_jobs == 1
     assert not rec.state.has_live()
