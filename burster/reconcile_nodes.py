@@ -38,6 +38,7 @@ class NodeBook:
         self.listing_grace_s = listing_grace_s
         self.strays: dict[str, str] = {}  # node id -> provider: recorded as ended, listed alive
         self.unterminated: set[str] = set()  # terminating (the call failed) or stopped outside us: terminate
+        self.missing: dict[str, datetime] = {}  # node id -> when a listing that still leaves it out ends it
         self._running: Sequence[Placement] | None = None  # the last pool placements seen ...
         self._job_of: dict[str, str] = {}  # ... and the job on each of their cloud nodes
         self._views: dict[str, tuple[NodeRecord, str | None, Node]] = {}  # last snapshot's Node per id
@@ -116,7 +117,7 @@ class NodeBook:
         unknown = [n.node_id for ns in listed.values() for n in ns if n.node_id not in records]
         if unknown:
             self.state.recall(unknown)  # a store's records of long-ended nodes, listed again
-        self.strays, self.unterminated = {}, set()
+        self.strays, self.unterminated, self.missing = {}, set(), {}
         grace = timedelta(seconds=self.listing_grace_s)
         watched = self.state.watched
         for node_id in [i for i, w in watched.items() if not w.running and now - w.ended_at >= grace]:
@@ -153,6 +154,8 @@ class NodeBook:
                 if rec.node_id not in seen and now - rec.launched_at >= grace:
                     self.ended(rec.node_id, now, charge)  # gone: preempted or removed outside us
                     watched[rec.node_id] = EndWatch(now, unseen=True)
+                elif rec.node_id not in seen:  # too young to take for gone: a listing may lag a launch
+                    self.missing[rec.node_id] = rec.launched_at + grace
             for node_id in [i for i, w in watched.items()
                             if w.running and i not in seen and records[i].provider == provider]:
                 self._charge_overrun(node_id, now)  # gone at last: charged to the listing without it

@@ -3,7 +3,8 @@
 The controller ticks every ``tick_s`` like the live service. A pass that decides nothing is
 repeated only when something could change its answer: the loop jumps to the first tick at or after
 the next world change (an event, an arrival, a spot availability flip while work is queued or cloud nodes live), the
-expiry of a blocked offering, the deadline of a checkpoint in flight, or the instant the policy itself names
+expiry of a blocked offering, the deadline of a checkpoint in flight, the instant a node its cloud's
+listing leaves out is taken for gone (``NodeBook.missing``), or the instant the policy itself names
 (``PassReport.quiet_until``, e.g. an idle node reaching its TTL). Every pass it skips would have
 returned an empty plan, so the result is the same as ticking through; ``skip=False`` ticks through
 to prove it.
@@ -92,6 +93,7 @@ def _wake(world: World, reconciler: Reconciler, report: PassReport | None, now: 
         times.append(report.quiet_until)
         times += [until for until in state.blocked.values() if until > now]
         times += [t.deadline for t in state.tickets.values()]  # a checkpoint that times out
+        times += reconciler.nodes.missing.values()  # a node gone from its listing is taken for gone
     found = [t for t in times if t is not None]
     if not found:
         return _NEVER if report is None else None
