@@ -202,12 +202,12 @@ class AzureProvider:
         return call_with_backoff(once, attempts=attempts or self._attempts, sleep=self._sleep)
 
     def _list_raw(self, offering_key: str = "") -> list[dict[str, Any]]:
-        return self._call(lambda: [_wire(vm) for vm in self._vms.list(self._rg)],
+        return self._call(lambda: [vms.wire(vm) for vm in self._vms.list(self._rg)],
                           doing=f"listing VMs of resource group {self._rg}", offering_key=offering_key)
 
     def _read_view(self, name: str) -> dict[str, Any]:
         """One VM's instance view, one try (a throttled read waits for a later listing)."""
-        return self._call(lambda: _wire(self._vms.instance_view(self._rg, name)),
+        return self._call(lambda: vms.wire(self._vms.instance_view(self._rg, name)),
                           doing=f"reading the instance view of VM {name}", attempts=1)
 
     def _check(self, offering: Offering) -> None:
@@ -283,7 +283,7 @@ class AzureProvider:
         vm, finished = self._call(once, doing=f"creating VM {name} ({offering.key})",
                                   offering_key=offering.key)
         if finished and vm is not None:
-            return self._to_node(_wire(vm))
+            return self._to_node(vms.wire(vm))
         log.info("azure: VM %s still provisioning after %.0fs; reporting it as launching", name, self._wait_s)
         return self._launching(name, offering, request_id, labels)
 
@@ -324,9 +324,3 @@ class AzureProvider:
 def _index(name: str) -> int:
     return int(name.rsplit("-", 1)[1])
 
-
-def _wire(vm: Any) -> dict[str, Any]:
-    """An SDK VirtualMachine model (a mapping over the wire JSON) as a plain dict."""
-    if hasattr(vm, "as_dict"):
-        return dict(vm.as_dict())
-    return dict(vm)

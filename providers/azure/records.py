@@ -76,7 +76,7 @@ class LaunchRecords:
     def read(self, request_id: str) -> Record | None:
         """This request's record, if any; deletes this cluster's records older than ``KEEP_S``."""
         try:
-            listed = self._call(lambda: [_wire(r) for r in self._ops.list_by_resource_group(self._rg)],
+            listed = self._call(lambda: [vms.wire(r) for r in self._ops.list_by_resource_group(self._rg)],
                                 doing=f"listing launch records of resource group {self._rg}")
         except ProviderError as err:
             log.warning("azure: could not read launch records (%s); a VM deleted since a launch that "
@@ -109,6 +109,3 @@ class LaunchRecords:
         except ProviderError as err:
             log.warning("azure: could not delete old launch record %s: %s", name, err)
 
-
-def _wire(res: Any) -> dict[str, Any]:
-    return dict(res.as_dict()) if hasattr(res, "as_dict") else dict(res)

@@ -165,3 +165,10 @@ def created_at(vm: Mapping[str, Any]) -> datetime | None:
         return datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
     except ValueError:
         return None
+
+
+def wire(res: Any) -> dict[str, Any]:
+    """An SDK model (a mapping over the wire JSON: a VM, an instance view, a record) as a plain dict."""
+    if hasattr(res, "as_dict"):
+        return dict(res.as_dict())
+    return dict(res)
