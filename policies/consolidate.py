@@ -17,11 +17,12 @@ if its slack keeps the deadline margin after the changeover.
 
 from __future__ import annotations
 
+import bisect
 import math
 from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, Market, Offering, Placement, Snapshot
+from burster.model import Demand, Offering, Placement, Snapshot
 from burster.plan import Action, Checkpoint, Launch, request_id
 from policies.burst import BurstParams, choose, slack_s, spot_rework_limit
 from policies.cost import CostModel
@@ -109,14 +110,12 @@ def spot_qualifies_at(job: Demand, now: datetime, cost: CostModel, params: Burst
     limit = spot_rework_limit(job, now, cost, params)
     if not 0.0 < limit < math.inf or params.market_order:
         return None
-    spots = (o for o in book.offerings
-             if o.market is Market.SPOT and (not job.gpu_model or o.gpu_model == job.gpu_model))
-    fractions = (cost.rework_fraction(o, job.checkpoint_interval_s, cost.nodes_for(job, o)) for o in spots)
-    above = [f for f in fractions if f > limit]
-    if not above:
+    fractions = book.spot_fractions(job)
+    above = bisect.bisect_right(fractions, limit)  # the first pool above the limit
+    if above == len(fractions):
         return None
     room = limit * job.remaining_s
-    return now + timedelta(seconds=job.remaining_s - room / min(above))
+    return now + timedelta(seconds=job.remaining_s - room / fractions[above])
 
 
 def _target_holds(job: Demand, snapshot: Snapshot, cost: CostModel, params: BurstParams) -> bool:

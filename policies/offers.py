@@ -47,6 +47,7 @@ class OfferBook:
             self._by_model.setdefault(o.gpu_model, []).append(o)
         self._best: dict[ShapeKey, Offering | None] = {}
         self._spot_ranks: dict[ShapeKey, tuple[list[Offering], list[float]]] = {}
+        self._spot_fractions: dict[ShapeKey, list[float]] = {}
         # (running job id, attempt, estimate, burst params) -> where it would be launched now, for the
         # jobs whose choice stays while this book does (``consolidate._target_holds``)
         self.targets: dict[tuple[str, int, float, object], Offering | None] = {}
@@ -112,6 +113,16 @@ class OfferBook:
                 low = min(low, self.cost.rework_fraction(o, job.checkpoint_interval_s, self.cost.nodes_for(job, o)))
                 neg_min.append(-low)
             hit = self._spot_ranks[key] = (spots, neg_min)
+        return hit
+
+    def spot_fractions(self, job: Demand) -> list[float]:
+        """The rework fractions of the spot offerings for the job's shape, ascending."""
+        key = (job.gpu_model, job.nodes, job.gpus_per_node, job.checkpoint_interval_s, SPOT_ONLY, False)
+        hit = self._spot_fractions.get(key)
+        if hit is None:
+            hit = self._spot_fractions[key] = sorted(
+                self.cost.rework_fraction(o, job.checkpoint_interval_s, self.cost.nodes_for(job, o))
+                for o in self._candidates(job.gpu_model) if o.market is Market.SPOT)
         return hit
 
     def rate(self, job: Demand, o: Offering) -> float:

@@ -13,9 +13,10 @@ from burster.model import Demand, JobClass, Market, Node, Offering, Placement, P
 from burster.plan import Action, Checkpoint, Launch
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
-from policies.consolidate import consolidate
+from policies.consolidate import consolidate, spot_qualifies_at
 from policies.cost import CostModel, CostParams
 from policies.guards import GuardParams
+from policies.offers import offer_book
 from policies.reclaim import ReclaimParams
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
@@ -189,3 +190,25 @@ def test_an_empty_plan_wakes_when_a_spot_pool_comes_within_a_deadline_jobs_rewor
     assert not BursterPolicy(cost).decide(at(3590)).actions
     (move,) = BursterPolicy(cost).decide(at(3610)).launches
     assert move.offering == spot and move.job_id == "dl"
+
+
+def test_the_wake_is_when_the_least_risky_spot_pool_above_the_limit_qualifies() -> None:
+    """Several spot pools: one already within the job's rework limit, two above it, one for another
+    GPU model. The job's choice may turn when the least risky pool above the limit comes within it
+    (remaining = room / its fraction); the other model's pool does not count."""
+    def spot(zone: str, model: str = "V100") -> Offering:
+        return Offering("aws", "us-west-2", zone, "p3.2xlarge", model, 1, Market.SPOT, 0.9)
+    within, sixth, quarter, other = spot("usw2-az1"), spot("usw2-az2"), spot("usw2-az3"), spot("usw2-az4", "A100")
+    rates = {within.key: 0.5, sixth.key: 2.0, quarter.key: 3.0, other.key: 1.5}  # x 300 s: 1/24, 1/6, 1/4, 1/8
+    cost = CostModel(CostParams(interruption_rates=rates))
+    left_s = 3 * 3600.0
+    job = Demand("dl", 1, NOW, left_s, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(seconds=left_s + 2760))  # limit 1,200 s / 10,800 s = 1/9
+    snap = Snapshot(NOW, (job,), (), (), (), (quarter, other, within, sixth))
+    at = spot_qualifies_at(job, NOW, cost, PARAMS, offer_book(snap, cost))
+    assert at == NOW + timedelta(seconds=left_s - 1200 * 6)  # the 1/6 pool, at 7,200 s left
+    only_quarter = Snapshot(NOW, (job,), (), (), (), (quarter, other))
+    assert spot_qualifies_at(job, NOW, cost, PARAMS, offer_book(only_quarter, cost)) == \
+        NOW + timedelta(seconds=left_s - 1200 * 4)
+    none_above = Snapshot(NOW, (job,), (), (), (), (within, other))
+    assert spot_qualifies_at(job, NOW, cost, PARAMS, offer_book(none_above, cost)) is None
