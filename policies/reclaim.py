@@ -107,9 +107,9 @@ def give_back_short(snapshot: Snapshot, cost: CostModel, gone: frozenset[str] = 
                 for n in nodes):
             continue
         ids = tuple(sorted(n.node_id for n in nodes))
-        what = "gang" if job_id in pending else "move's new set"
+        what, before = ("gang", "started") if job_id in pending else ("move's new set", "moved")
         out.append(Terminate(ids, request_id=request_id("short", job_id, *ids), reason=(
-            f"job {job_id}'s {what} lost a node while booting: {len(ids)} of "
+            f"job {job_id}'s {what} lost a node before the job {before} there: {len(ids)} of "
             f"{cost.nodes_for(job, nodes[0].offering)} left; giving it back to relaunch whole")))
     return out
 

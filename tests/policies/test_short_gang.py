@@ -48,7 +48,8 @@ def test_a_pending_gang_left_one_of_its_two_nodes_gives_it_back_at_once(state: N
     plan = BursterPolicy().decide(pending(node("c1", state)))
     (give_back,) = [a for a in plan.actions if isinstance(a, Terminate)]
     assert give_back.node_ids == ("c1",) and not plan.refused
-    assert "job g's gang lost a node while booting: 1 of 2 left; giving it back to relaunch whole" in give_back.reason
+    assert ("job g's gang lost a node before the job started there: 1 of 2 left; giving it back to relaunch whole"
+            in give_back.reason)
     assert not [a for a in plan.actions if isinstance(a, Launch)]  # not under the old request id while c1 is up
     (launch,) = [a for a in BursterPolicy().decide(pending()).actions if isinstance(a, Launch)]
     assert (launch.job_id, launch.count) == ("g", 2)
@@ -96,7 +97,8 @@ def test_a_switch_to_on_demand_does_not_move_a_gang_onto_one_of_its_two_nodes() 
     cost = CostModel(CostParams(restart_overhead_s=300, launch_latency_s=180, checkpoint_write_s=60))
     assert switch_behind_schedule(snap, cost, 900.0) == []
     (give_back,) = give_back_short(snap, cost)
-    assert give_back.node_ids == ("od1",) and "job dl's move's new set lost a node" in give_back.reason
+    assert give_back.node_ids == ("od1",)
+    assert "job dl's move's new set lost a node before the job moved there" in give_back.reason
 
 
 def test_consolidation_does_not_move_a_gang_onto_one_of_its_two_new_nodes() -> None:
