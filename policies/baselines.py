@@ -11,9 +11,11 @@
 - compute-wait (Starburst-like): wait up to 900 s per GPU-hour of the job's compute, then burst to
   the cheapest on-demand offering; idle 5 min.
 
-"Cannot start now" is read off the same projection of reserved capacity as Burster's, with the same
-belief about a job running past its estimate (``policies.estimates.believe_overruns``): its GPUs
-are busy, as the pool sees them, not free at every instant.
+Each also gives a short set back at once (``reclaim.give_back_short``), as SkyPilot relaunches a
+whole managed job when one of its nodes goes. "Cannot start now" is read off the same projection
+of reserved capacity as Burster's, with the same belief about a job running past its estimate
+(``policies.estimates.believe_overruns``): its GPUs are busy, as the pool sees them, not free at
+every instant.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from policies.guards import (
 )
 from policies.offers import ON_DEMAND_ONLY, SPOT_ONLY
 from policies.quiet import FOREVER, with_quiet_until
-from policies.reclaim import ReclaimParams, idle_ttl
+from policies.reclaim import ReclaimParams, give_back_short, idle_ttl, stopped_by
 
 
 class ReservedOnlyPolicy:
@@ -55,7 +57,8 @@ class ReservedOnlyPolicy:
 
 
 class BaselinePolicy:
-    """A burst rule + market rule + idle reclaim, with the interruption handshake and the guards."""
+    """A burst rule + market rule + idle reclaim, with the interruption handshake, the short-set
+    give-back (``reclaim.give_back_short``) and the guards."""
 
     name = "baseline"
     burst_params = BurstParams()
@@ -74,10 +77,12 @@ class BaselinePolicy:
         actions: list[Action] = stopping + enforce_team_budgets(snapshot, self.guards, tick_s, stopping)
         actions += room.keep(self.own_actions(snapshot))
         actions += handle_interruptions(snapshot)
+        short = give_back_short(snapshot, self.cost, stopped_by(actions), self.guards.protected_node_ids)
+        actions += short  # a set left short is relaunched whole, as Burster does (the harness's part)
         stays: dict[str, Callable[[], datetime | None]] = {}
         if not stopping:  # no new launches while a hard budget is stopping the burn
             actions += room.keep(burst(snapshot, self.cost, self.burst_params, wakes=wakes, stays=stays))
-        actions += idle_ttl(snapshot, self.reclaim_params)
+        actions += idle_ttl(snapshot, self.reclaim_params, frozenset(i for a in short for i in a.node_ids))
         plan = apply_guards(Plan(tuple(one_per_node(actions)), held_back=tuple(room.held)), snapshot, self.guards)
         # as the clock runs, a launch held back may stop being wanted, or change its offering to one
         # of fewer nodes that fit: quiet only until the first could happen

@@ -82,6 +82,12 @@ def idle_ttl(snapshot: Snapshot, params: ReclaimParams, keep: frozenset[str] = f
 _COMING = frozenset({NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY})
 
 
+def stopped_by(actions: Sequence[Action]) -> frozenset[str]:
+    """The nodes that ``actions`` terminate or checkpoint (being stopped in this pass)."""
+    return frozenset(i for a in actions for i in (a.node_ids if isinstance(a, Terminate) else
+                                                  (a.node_id,) if isinstance(a, Checkpoint) else ()))
+
+
 def give_back_short(snapshot: Snapshot, cost: CostModel, gone: frozenset[str] = frozenset(),
                     protected: frozenset[str] = frozenset()) -> list[Terminate]:
     """Terminate the nodes launched for a job (pending, or running elsewhere: a move) that are too
