@@ -8,31 +8,36 @@ Shapes follow Microsoft's documentation:
 - "Track asynchronous Azure operations": the status resource is ``{"name", "startTime", "status":
   "InProgress"|"Succeeded"|"Failed", "endTime", "error": {"code", "message"}}``; the ``Location``
   (monitor) URL answers 202 while running and 200 when done.
-- ARM errors are ``{"error": {"code", "message", "details"?}}``; Compute throttling is 429 with
-  ``Retry-After`` and code OperationNotAllowed / detail TooManyRequests ("Troubleshooting API
-  throttling errors"); quota is 409 OperationNotAllowed "...exceeding approved <family> Cores quota";
-  an unavailable size is 409 SkuNotAvailable; a failed allocation fails the async operation with
-  AllocationFailed (ZonalAllocationFailed when zones are pinned), leaving the VM Failed.
+- ARM error bodies (``azure_errors.py``): throttling is 429 + ``Retry-After``; quota 409
+  OperationNotAllowed; an unavailable size 409 SkuNotAvailable; a failed allocation fails the async
+  operation with (Zonal)AllocationFailed, leaving the VM Failed.
 Time does not pass by itself: an operation finishes after ``op_polls`` status reads, or on ``settle()``.
+``drop_answers`` loses answers: the request is carried out, then the connection closes unanswered.
 """
 
 from __future__ import annotations
 
 import base64
 import copy
-import json
 import re
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tests.fakes import azure_records
-from tests.fakes.azure_tls import HttpsServer, LocalTls
-from tests.fakes.azure_validate import error, json_body, validate_vm
+from tests.fakes.azure_errors import (
+    ALLOCATION_FAILED,
+    ZONAL_ALLOCATION_FAILED,
+    error,
+    now_iso,
+    sku_not_available,
+    throttled,
+)
+from tests.fakes.azure_tls import DROP, HttpsServer, LocalTls
+from tests.fakes.azure_validate import json_body, validate_vm, vm_resource
 
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
 TOKEN = "fake-arm-token"
@@ -43,34 +48,6 @@ _VIEW = re.compile(r"^/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Mi
                    r"virtualMachines/([^/]+)/instanceView$", re.IGNORECASE)
 _OP = re.compile(r"^/subscriptions/([^/]+)/providers/Microsoft\.Compute/locations/([^/]+)/operations/"
                  r"([^/]+)$", re.IGNORECASE)
-ALLOCATION_FAILED = ("Allocation failed. We do not have sufficient capacity for the requested VM size in "
-                     "this region. Read more about improving likelihood of allocation success at "
-                     "http://aka.ms/allocation-guidance")
-ZONAL_ALLOCATION_FAILED = ("Allocation failed. We do not have sufficient capacity for the requested VM "
-                           "size in this zone. Read more about improving likelihood of allocation success "
-                           "at http://aka.ms/allocation-guidance")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def sku_not_available(resource_id: str, location: str, subscription: str) -> dict[str, Any]:
-    return error("SkuNotAvailable", f"The requested size for resource '{resource_id}' is currently not "
-                 f"available in location '{location}' zones '' for subscription '{subscription}'. Please "
-                 "try another size or deploy to a different location or zones. See "
-                 "https://aka.ms/azureskunotavailable for details.")
-
-
-def quota_exceeded(family: str, location: str, limit: int, usage: int, required: int) -> dict[str, Any]:
-    return error("OperationNotAllowed", "Operation could not be completed as it results in exceeding "
-                 f"approved {family} Cores quota. Additional details - Deployment Model: Resource "
-                 f"Manager, Location: {location}, Current Limit: {limit}, Current Usage: {usage}, "
-                 f"Additional Required: {required}, (Minimum) New Limit Required: {usage + required}. "
-                 "Submit a request for Quota increase at https://aka.ms/ProdportalCRP by specifying "
-                 "parameters listed in the 'Details' section for deployment to succeed.")
-
-
 @dataclass
 class Operation:
     op_id: str
@@ -81,7 +58,7 @@ class Operation:
     polls_left: int
     failure: dict[str, Any] | None = None
     status: str = "InProgress"
-    start: str = field(default_factory=_now)
+    start: str = field(default_factory=now_iso)
     end: str = ""
 
 
@@ -107,6 +84,8 @@ class FakeArm:
         self.requests: list[tuple[str, str]] = []
         self.power: dict[tuple[str, str], str] = {}  # (group, VM) -> PowerState, once created
         self.keys: dict[str, dict[str, dict[str, Any]]] = {}  # group -> sshPublicKeys (azure_records.py)
+        self.record_faults: list[tuple[int, dict[str, Any]] | None] = []  # per record PUT; None: answer
+        self.dropped: dict[str, int] = {}  # method -> answers to lose (requests naming one VM)
         self.server = HttpsServer(self, tls).start()
         self.url = self.server.url
 
@@ -126,6 +105,17 @@ class FakeArm:
     def fail_next_put(self, status: int, body: dict[str, Any]) -> None:
         with self.lock:
             self.put_faults.append((status, body))
+
+    def drop_answers(self, **by_method: int) -> None:
+        """``drop_answers(PUT=2)``: the next 2 PUTs of a VM are carried out, but the connection closes
+        before the answer (a timeout, a reset). No arguments: none lost."""
+        with self.lock:
+            self.dropped = dict(by_method)
+
+    def fail_record_writes(self, *faults: tuple[int, dict[str, Any]] | None) -> None:
+        """The next record (sshPublicKeys) PUTs answer these (status, ARM error); None: as usual."""
+        with self.lock:
+            self.record_faults = list(faults)
 
     def throttle_next(self, calls: int, retry_after_s: int = 1) -> None:
         with self.lock:
@@ -181,6 +171,11 @@ class FakeArm:
     # --- request handling ------------------------------------------------------------------
     def handle(self, method: str, target: str, headers: Mapping[str, str], raw: bytes) -> Reply:
         status, extra, body = self._handle(method, target, headers, raw)
+        m_vm = _VM.match(urlsplit(target).path)
+        with self.lock:
+            if m_vm and m_vm.group(3) and self.dropped.get(method, 0) > 0:
+                self.dropped[method] -= 1
+                return DROP, {}, None
         kind = "reads" if method == "GET" else "writes"
         ids = {"x-ms-request-id": str(uuid.uuid4()), "x-ms-correlation-request-id": str(uuid.uuid4())}
         return status, {**ids, f"x-ms-ratelimit-remaining-subscription-{kind}": "1199", **extra}, body
@@ -247,14 +242,7 @@ class FakeArm:
             return 405, {}, None
 
     def _throttle(self, method: str) -> Reply:
-        group = "PutVM3Min" if method == "PUT" else "GetVM3Min" if method == "GET" else "DeleteVM3Min"
-        detail = json.dumps({"operationGroup": group, "startTime": _now(), "endTime": _now(),
-                             "allowedRequestCount": 240, "measuredRequestCount": 241})
-        body = error("OperationNotAllowed", "The server rejected the request because too many requests "
-                     "have been received for this subscription.",
-                     [{"code": "TooManyRequests", "target": group, "message": detail}])
-        return 429, {"Retry-After": str(self.retry_after_s),
-                     "x-ms-ratelimit-remaining-resource": f"Microsoft.Compute/{group};0"}, body
+        return 429, *throttled(method, self.retry_after_s)
 
     def _op_urls(self, op: Operation, query: Mapping[str, str]) -> dict[str, str]:
         base = (f"{self.url}/subscriptions/{self.subscription}/providers/Microsoft.Compute/locations/"
@@ -271,7 +259,7 @@ class FakeArm:
         return op
 
     def _finish(self, op: Operation) -> None:
-        op.status, op.end = ("Failed" if op.failure else "Succeeded"), _now()
+        op.status, op.end = ("Failed" if op.failure else "Succeeded"), now_iso()
         vms = self.groups.get(op.group, {})
         if op.kind == "delete":
             vms.pop(op.name, None)
@@ -315,7 +303,7 @@ class FakeArm:
                                   f"under resource group '{group}' was not found.")
         state = vm["properties"]["provisioningState"]
         statuses = [{"code": f"ProvisioningState/{state.lower()}", "level": "Info",
-                     "displayStatus": f"Provisioning {state.lower()}", "time": _now()}]
+                     "displayStatus": f"Provisioning {state.lower()}", "time": now_iso()}]
         power = self.power.get((group.lower(), name.lower()))
         if power:
             statuses.append({"code": f"PowerState/{power}", "level": "Info", "displayStatus": f"VM {power}"})
@@ -383,7 +371,7 @@ class FakeArm:
                 existing["properties"]["provisioningState"] = "Creating" if state == "Failed" else "Updating"
                 op = self._new_op("update", group, name, location, self._allocate(size, props, state))
             return 200, self._op_urls(op, query), existing
-        vm = self._resource(group, name, body)
+        vm = vm_resource(self.subscription, group, name, body)
         vms[name.lower()] = vm
         self.private[(group.lower(), name.lower())] = {"customData": props.get("osProfile", {})
                                                        .get("customData", "")}
@@ -408,20 +396,3 @@ class FakeArm:
         zonal = bool(props.get("zones"))
         return error("ZonalAllocationFailed" if zonal else "AllocationFailed",
                      ZONAL_ALLOCATION_FAILED if zonal else ALLOCATION_FAILED)
-
-    def _resource(self, group: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        props = copy.deepcopy(body["properties"])
-        os_profile = props.get("osProfile", {})
-        os_profile.pop("customData", None)
-        os_profile.pop("adminPassword", None)
-        os_profile.setdefault("secrets", [])
-        props.update({"vmId": str(uuid.uuid4()), "provisioningState": "Creating", "timeCreated": _now()})
-        vm: dict[str, Any] = {
-            "id": f"/subscriptions/{self.subscription}/resourceGroups/{group}/providers/Microsoft.Compute/"
-                  f"virtualMachines/{name}",
-            "name": name, "type": "Microsoft.Compute/virtualMachines", "location": body["location"],
-            "tags": dict(body.get("tags") or {}), "properties": props,
-        }
-        if "identity" in body:
-            vm["identity"] = copy.deepcopy(body["identity"])
-        return vm

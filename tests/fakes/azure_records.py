@@ -5,7 +5,8 @@ existing key, replaced) or 201 (new) with the resource; Get answers 404 Resource
 missing one; List By Resource Group is ``{"value", "nextLink"}``; Delete answers 200, or 204 when
 there was nothing to delete. ``properties.publicKey`` is optional at creation ("If this property is not
 initially provided when the resource is created, the publicKey property will be populated when
-generateKeyPair is called", azure-mgmt-compute's SshPublicKeyResourceProperties).
+generateKeyPair is called", azure-mgmt-compute's SshPublicKeyResourceProperties). A PUT answers
+the next of ``arm.record_faults`` instead, when one is set (``FakeArm.fail_record_writes``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def handle(arm: Any, method: str, group: str, name: str | None, query: Mapping[s
         return (200 if keys.pop(name.lower(), None) is not None else 204), {}, None
     if method != "PUT":
         return 405, {}, None
+    fault = arm.record_faults.pop(0) if arm.record_faults else None
+    if fault is not None:
+        return fault[0], {}, fault[1]
     body = json_body(raw)
     if body is None:
         return 400, {}, error("InvalidRequestContent", "The request content was invalid and could not be "

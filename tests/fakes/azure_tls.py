@@ -36,6 +36,9 @@ def make_tls(directory: Path) -> LocalTls:
     return LocalTls(str(ca_path), context)
 
 
+DROP = 0  # a status a fake answers to close the connection without a response (a lost answer)
+
+
 class JsonFake(Protocol):
     def handle(self, method: str, target: str, headers: Mapping[str, str],
                raw: bytes) -> tuple[int, dict[str, str], Any]: ...
@@ -55,6 +58,9 @@ class JsonHandler(BaseHTTPRequestHandler):
         except Exception as err:  # a bug in the fake: answer like ARM's 500 so it shows
             status, headers = 500, {}
             body = {"error": {"code": "InternalServerError", "message": repr(err)}}
+        if status == DROP:
+            self.close_connection = True
+            return
         data = b"" if body is None else json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")

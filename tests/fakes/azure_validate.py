@@ -1,24 +1,20 @@
 """The 400 answers Compute gives for the VM body mistakes an adapter can make (ARM's InvalidParameter
-and friends), for the ARM fake in azure_arm.py."""
+and friends), and the VM resource it keeps for a valid body, for the ARM fake in azure_arm.py."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import json
 import re
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from tests.fakes.azure_errors import error, now_iso
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-
-
-def error(code: str, message: str, details: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    """An ARM error body: ``{"error": {"code", "message", "details"?}}``."""
-    body: dict[str, Any] = {"code": code, "message": message}
-    if details:
-        body["details"] = details
-    return {"error": body}
 
 
 def validate_vm(name: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -86,3 +82,22 @@ def json_body(raw: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return body if isinstance(body, dict) else None
+
+
+def vm_resource(subscription: str, group: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The VM resource ARM keeps for a valid PUT body: customData and adminPassword are never returned."""
+    props = copy.deepcopy(body["properties"])
+    os_profile = props.get("osProfile", {})
+    os_profile.pop("customData", None)
+    os_profile.pop("adminPassword", None)
+    os_profile.setdefault("secrets", [])
+    props.update({"vmId": str(uuid.uuid4()), "provisioningState": "Creating", "timeCreated": now_iso()})
+    vm: dict[str, Any] = {
+        "id": f"/subscriptions/{subscription}/resourceGroups/{group}/providers/Microsoft.Compute/"
+              f"virtualMachines/{name}",
+        "name": name, "type": "Microsoft.Compute/virtualMachines", "location": body["location"],
+        "tags": dict(body.get("tags") or {}), "properties": props,
+    }
+    if "identity" in body:
+        vm["identity"] = copy.deepcopy(body["identity"])
+    return vm

@@ -29,13 +29,8 @@ from burster.lifecycle import NodeState
 from burster.model import Market
 from providers.azure import from_config, vms
 from providers.azure.factory import default_credential, throwaway_ssh_key
-from tests.fakes.azure_arm import (
-    SUBSCRIPTION,
-    ZONAL_ALLOCATION_FAILED,
-    error,
-    quota_exceeded,
-    sku_not_available,
-)
+from tests.fakes.azure_arm import SUBSCRIPTION
+from tests.fakes.azure_errors import ZONAL_ALLOCATION_FAILED, error, quota_exceeded, sku_not_available
 from tests.providers.harness_azure import config, fakes, provider, spot_offering
 
 LABELS = {"team": "vision", "project": "detector", "sprint": "S42"}
