@@ -3,8 +3,10 @@
 - launch: ``count`` PUTs of ``Microsoft.Compute/virtualMachines/<name>`` (names derive from the cluster,
   the request id and the index, so a retry re-finds what the first try made), then the long-running
   operations are polled together. VMs whose allocation failed are deleted again; the ones that came
-  up are returned, or carried by PartialLaunchError. A launch record (``records.py``) keeps which VMs
-  were made: a replay reports one deleted since as ended (a deleting one as terminating), no PUT.
+  up are returned, or carried by PartialLaunchError. A launch record (``records.py``), written before
+  and after the PUTs, keeps which VMs were (or may have been) made: a replay reports one deleted
+  since as ended (a deleting one as terminating), no PUT. A PUT that failed without a clear refusal
+  is followed by a GET: ARM may have made the VM and lost the answer.
 - list: GET the resource group's VMs, keep those tagged managed-by=burster and burster-cluster; a
   few instance views a listing tell which are stopped or deallocated (``power.py``).
 - terminate: DELETE (202, not awaited) of tagged VMs only; unknown ids are ignored.
@@ -124,11 +126,8 @@ class AzureProvider:
         for i, name in enumerate(names):
             if name in done:
                 continue
-            if name not in existing and record is not None and i in record.made:  # made, and deleted since
-                done[name] = replace(self._launching(name, offering, request_id, labels, record.launched_at),
-                                     state=NodeState.TERMINATED, ended_at=self._now())
-                log.warning("azure: VM %s of request %s was made and is gone; not making it again", name,
-                            request_id)
+            if name not in existing and record is not None and i in record.made | record.sent:
+                done[name] = self._gone(name, i in record.made, offering, request_id, labels, record)
             else:
                 todo.append(name)
         errors = self._create(offering, todo, request_id, labels, done, record) if todo else {}
@@ -232,6 +231,12 @@ class AzureProvider:
                                 provider=PROVIDER, offering_key=key)
         errors: dict[str, ProviderError] = {}
         started: dict[str, tuple[Any, dict[str, Any]]] = {}
+        answered: dict[str, Node] = {}  # made, though the PUT's answer was lost
+        made = set(record.made if record else ()) | {_index(n) for n, node in done.items()
+                                                     if node.state is not NodeState.TERMINATED}
+        unsure = set(record.sent if record else ()) - made
+        # before the PUTs: a controller that dies during them leaves which VMs it may have made
+        self._records.write(request_id, launched_at, made, tags, sent=unsure | {_index(n) for n in names})
         for name in names:
             body = vms.vm_body(offering, name=name, tags=tags, subnet_id=self._subnet_id, image=self._image,
                                ssh_public_key=self._ssh_key, custom_data_b64=custom,
@@ -242,13 +247,25 @@ class AzureProvider:
                             polling_interval=self._poll_s),
                     doing=f"creating VM {name} ({key})", offering_key=key)
             except ProviderError as err:
+                if err.retryable:  # no answer, or a late one: ARM may have made the VM all the same
+                    try:
+                        vm = self._made_anyway(name, request_id)
+                    except ProviderError:
+                        unsure.add(_index(name))
+                        vm = None
+                    if vm is not None:
+                        answered[name] = self._to_node(vm)
+                        log.warning("azure: creating VM %s failed (%s), but ARM made it; reporting it as it "
+                                    "is", name, err)
+                        continue
                 errors[name] = err
                 break  # the remaining PUTs would meet the same answer
             started[name] = (poller, body)
             log.info("azure: creating VM %s (%s, request %s)", name, key, request_id)
-        made = set(record.made if record else ()) | {_index(n) for n in started}
-        if started:  # before the long wait: a controller that dies in it leaves the record
-            self._records.write(request_id, launched_at, made, tags)
+        made |= {_index(n) for n in [*started, *answered]}
+        done.update(answered)
+        # before the long wait: a controller that dies in it leaves the record
+        self._records.write(request_id, launched_at, made, tags, sent=unsure)
         failed: list[str] = []
         until = time.monotonic() + self._wait_s  # one wait for all of them, not one each
         for name, (poller, body) in started.items():
@@ -264,7 +281,7 @@ class AzureProvider:
                 errors[name] = err
                 failed.append(name)
         if failed:  # never ran: a retry with this request id makes them again
-            self._records.write(request_id, launched_at, made - {_index(n) for n in failed}, tags)
+            self._records.write(request_id, launched_at, made - {_index(n) for n in failed}, tags, sent=unsure)
         self._delete_and_wait(failed)
         return errors
 
@@ -286,6 +303,25 @@ class AzureProvider:
             return self._to_node(vms.wire(vm))
         log.info("azure: VM %s still provisioning after %.0fs; reporting it as launching", name, self._wait_s)
         return self._launching(name, offering, request_id, labels)
+
+    def _made_anyway(self, name: str, request_id: str) -> dict[str, Any] | None:
+        """The VM ``name`` if ARM made it for this request (a PUT failed: its answer may have been
+        lost) and it is not Failed; None when it is not there. Raises when it cannot be read."""
+        try:
+            vm = self._call(lambda: vms.wire(self._vms.get(self._rg, name)), doing=f"reading VM {name}")
+        except NotFoundError:
+            return None
+        ours = vms.is_ours(vm, self._cluster) and (vm.get("tags") or {}).get(vms.REQUEST_TAG) == request_id
+        return vm if ours and vms.state_of(vm) is not NodeState.FAILED else None
+
+    def _gone(self, name: str, made: bool, offering: Offering, request_id: str, labels: Mapping[str, str],
+              record: Record) -> Node:
+        """A VM the record says this launch made (or, ``sent`` only, may have made) that is gone: ended,
+        not made again. One only sent may never have existed: it ends at its start (nothing billed)."""
+        log.warning("azure: VM %s of request %s %s and is gone; not making it again", name, request_id,
+                    "was made" if made else "may have been made (its PUT's answer was not recorded)")
+        node = self._launching(name, offering, request_id, labels, record.launched_at)
+        return replace(node, state=NodeState.TERMINATED, ended_at=self._now() if made else record.launched_at)
 
     def _launching(self, name: str, offering: Offering, request_id: str, labels: Mapping[str, str],
                    launched_at: datetime | None = None) -> Node:

@@ -1,6 +1,7 @@
 """The Azure adapter's launch records (``providers/azure/records.py``): the made-index tag, which
-records a read deletes, and a record kept whole across a partial launch's retry (the last over the
-real SDK client and the local ARM fake)."""
+records a read deletes, a record kept whole across a partial launch's retry, the records' window,
+and listings that never show a recorded VM that is gone (the last ones over the real SDK client and
+the local ARM fake)."""
 
 from __future__ import annotations
 
@@ -92,3 +93,62 @@ def test_a_partial_launchs_retry_keeps_the_first_vms_and_time_in_its_record() ->
     assert arm.count("PUT", f"/{rg}/providers/Microsoft.Compute/virtualMachines/") == puts
     assert gone.node_id == first.node_id and gone.state is NodeState.TERMINATED
     assert gone.launched_at <= first.launched_at + timedelta(seconds=1)
+
+
+@pytest.mark.parametrize("other_launch_first", [False, True])
+def test_a_replay_past_the_records_window_makes_gone_vms_again(other_launch_first: bool) -> None:
+    """A record serves replays for KEEP_S: later it is expired, whether or not another launch (which
+    deletes old records) came first. The gone VM is made again, under a new record from the replay."""
+    rg, arm = f"rg-{uuid.uuid4().hex[:8]}", fakes().arm
+    clock = FakeClock(datetime.now(UTC))
+    (node,) = provider(rg, now=clock.now).launch(spot_offering(), 1, request_id="late")
+    arm.evict(rg, node.node_id)
+    clock.advance(records.KEEP_S + 1)
+    if other_launch_first:
+        provider(rg, now=clock.now).launch(spot_offering(), 1, request_id="other")
+    (again,) = provider(rg, now=clock.now).launch(spot_offering(), 1, request_id="late")
+    assert again.node_id == node.node_id and again.state is NodeState.READY
+    assert arm.vm(rg, node.node_id) is not None
+    (rec,) = [r for r in arm.records(rg) if r["tags"][records.REQUEST_TAG] == "late"]
+    assert datetime.fromisoformat(rec["tags"][records.AT_TAG]) == clock.now()
+
+
+def test_a_replay_inside_the_window_reports_the_gone_vm_ended_after_other_launches() -> None:
+    rg, arm = f"rg-{uuid.uuid4().hex[:8]}", fakes().arm
+    clock = FakeClock(datetime.now(UTC))
+    (node,) = provider(rg, now=clock.now).launch(spot_offering(), 1, request_id="inside")
+    arm.evict(rg, node.node_id)
+    clock.advance(records.KEEP_S - 60)
+    provider(rg, now=clock.now).launch(spot_offering(), 1, request_id="other")
+    (again,) = provider(rg, now=clock.now).launch(spot_offering(), 1, request_id="inside")
+    assert again.state is NodeState.TERMINATED and arm.vm(rg, node.node_id) is None
+
+
+def test_list_nodes_never_reports_a_recorded_vm_that_is_gone() -> None:
+    """Listings come from the VMs alone: an evicted VM of a record is not a node (the record is not read)."""
+    rg, arm = f"rg-{uuid.uuid4().hex[:8]}", fakes().arm
+    p = provider(rg)
+    gone, live = p.launch(spot_offering(), 2, request_id="half")
+    arm.evict(rg, gone.node_id)
+    reads = arm.count("GET", f"/{rg}/providers/Microsoft.Compute/sshPublicKeys")
+    assert [(n.node_id, n.state) for n in p.list_nodes()] == [(live.node_id, NodeState.READY)]
+    assert arm.count("GET", f"/{rg}/providers/Microsoft.Compute/sshPublicKeys") == reads
+    assert records.decode(arm.records(rg)[0]["tags"][records.MADE_TAG]) == {0, 1}
+
+
+def test_a_record_whose_vms_are_all_gone_is_kept_for_replays_then_deleted() -> None:
+    """Its VMs deleted, a record is no node, but a replay inside KEEP_S still needs it; the first launch
+    after KEEP_S deletes it."""
+    rg, arm = f"rg-{uuid.uuid4().hex[:8]}", fakes().arm
+    clock = FakeClock(datetime.now(UTC))
+    p = provider(rg, now=clock.now)
+    (node,) = p.launch(spot_offering(), 1, request_id="done")
+    p.terminate([node.node_id], request_id="t")
+    arm.settle()
+    assert p.list_nodes() == [] and len(arm.records(rg)) == 1
+    clock.advance(records.KEEP_S - 1)
+    (again,) = p.launch(spot_offering(), 1, request_id="done")
+    assert again.state is NodeState.TERMINATED and p.list_nodes() == []
+    clock.advance(2)
+    p.launch(spot_offering(), 1, request_id="next")
+    assert [r["tags"][records.REQUEST_TAG] for r in arm.records(rg)] == ["next"]

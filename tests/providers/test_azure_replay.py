@@ -70,14 +70,15 @@ def test_vms_whose_allocation_failed_are_not_recorded_and_a_retry_makes_them() -
     assert node.state is NodeState.READY and arm.vm(rg, node.node_id) is not None
 
 
-def test_records_are_written_once_per_launch_and_old_ones_are_deleted() -> None:
+def test_records_are_written_before_and_after_the_puts_and_old_ones_are_deleted() -> None:
     rg, arm = group(), fakes().arm
     clock = FakeClock(datetime.now(UTC))
     p = provider(rg, now=clock.now)
     p.launch(spot_offering(), 3, request_id="a")
-    assert puts(rg, "sshPublicKeys") == 1 and len(arm.records(rg)) == 1
+    assert puts(rg, "sshPublicKeys") == 2 and len(arm.records(rg)) == 1
+    assert records.SENT_TAG not in arm.records(rg)[0]["tags"]
     p.launch(spot_offering(), 3, request_id="a")  # a replay that finds every VM: no write
-    assert puts(rg, "sshPublicKeys") == 1
+    assert puts(rg, "sshPublicKeys") == 2
     clock.advance(records.KEEP_S + 1)
     p.launch(spot_offering(), 1, request_id="b")
     assert [r["tags"][records.REQUEST_TAG] for r in arm.records(rg)] == ["b"]
