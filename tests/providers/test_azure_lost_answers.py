@@ -184,3 +184,18 @@ def test_the_reconcile_pass_bills_nothing_for_a_vm_only_sent_and_launches_again(
     assert not rec.run_once().errors
     (new,) = state.live()
     assert new.request_id == "req-died-r1" and arm.vm(rg, new.node_id) is not None
+
+
+def test_a_refused_record_update_leaves_the_vms_sent_and_a_replay_makes_none() -> None:
+    """The write after the PUTs is refused (the record keeps them as sent): the launch still returns
+    its VMs, and a replay after an eviction reports the gone one ended instead of making it again."""
+    rg, arm = group(), fakes().arm
+    arm.fail_record_writes(None, (403, error("AuthorizationFailed", "The client 'burster-test' does not "
+                                             "have authorization to perform action "
+                                             "'Microsoft.Compute/sshPublicKeys/write'.")))
+    first = provider(rg).launch(spot_offering(), 2, request_id="unwritten")
+    assert [n.state for n in first] == [NodeState.READY] * 2
+    assert records.decode(record_tags(rg)[records.SENT_TAG]) == {0, 1}
+    arm.evict(rg, first[1].node_id)
+    _, gone = provider(rg).launch(spot_offering(), 2, request_id="unwritten")
+    assert gone.state is NodeState.TERMINATED and vm_puts(rg) == 2
