@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 
@@ -137,6 +137,17 @@ class Demand:
             raise ValueError(f"job {self.job_id}: nodes is {self.nodes}; a job needs at least one node")
         object.__setattr__(self, "remaining_s", max(self.est_runtime_s - self.done_s, 0.0))
         object.__setattr__(self, "gpus_per_node", -(-self.gpus // self.nodes))
+
+    def held_by(self, offerings: Iterable[Offering]) -> bool:
+        """Whether nodes of these offerings (one per node) hold all the gang: each member needs
+        ceil(its GPUs / the offering's GPUs per node) nodes of one offering (``CostModel.nodes_for``),
+        as the pool starts it."""
+        count: dict[str, int] = {}
+        per_member: dict[str, int] = {}
+        for o in offerings:
+            count[o.key] = count.get(o.key, 0) + 1
+            per_member[o.key] = -(-self.gpus_per_node // o.gpus_per_node)
+        return sum(k // per_member[key] for key, k in count.items()) >= self.nodes
 
     def with_done(self, done_s: float) -> Demand:
         """This job with ``done_s`` seconds of its work done: ``replace(self, done_s=done_s)`` without

@@ -54,7 +54,7 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
             continue  # not all up, being stopped already, or a gang split over offerings
         new = launched.get(p.job.job_id)
         if new is not None:  # its new nodes were launched: move once all are up and hold its gang
-            if all(n.state is NodeState.READY for n in new) and holds_gang(p.job, new, cost):
+            if all(n.state is NodeState.READY for n in new) and holds_gang(p.job, new):
                 out += _checkpoints(p, current, new[0].offering, cost, snapshot)
             continue  # (a short set, a node of it ended, is given back: reclaim.give_back_short)
         if (room is None or room.open) and _saving_bound(p, current, book, cost, snapshot) > 0:

@@ -100,7 +100,7 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
                                  reason=f"{why}: drop its move to spot ({', '.join(to_spot)}) for on-demand"))
         demand = [n for n in mine if n.offering.market is Market.ON_DEMAND]
         if demand:  # a short set (a node ended before the move) is given back: reclaim.give_back_short
-            if all(n.state is NodeState.READY for n in demand) and holds_gang(job, demand, cost):
+            if all(n.state is NodeState.READY for n in demand) and holds_gang(job, demand):
                 out += _checkpoints(p, snapshot, cost, f"{why}: its on-demand nodes are up, move it there")
             continue  # its nodes are booting (or being moved onto): wait for them
         book = book or offer_book(snapshot, cost)
@@ -153,16 +153,9 @@ def launched_for_running(snapshot: Snapshot) -> dict[str, list[Node]]:
     return out
 
 
-def holds_gang(job: Demand, nodes: Iterable[Node], cost: CostModel) -> bool:
-    """Whether ``nodes`` (launched for ``job``) hold all its gang: each member needs
-    ``nodes_for(job, offering) / job.nodes`` nodes of one offering (as the pool starts it)."""
-    count: dict[str, int] = {}
-    per_member: dict[str, int] = {}
-    for n in nodes:
-        key = n.offering.key
-        count[key] = count.get(key, 0) + 1
-        per_member[key] = cost.nodes_for(job, n.offering) // job.nodes
-    return sum(k // per_member[key] for key, k in count.items()) >= job.nodes
+def holds_gang(job: Demand, nodes: Iterable[Node]) -> bool:
+    """Whether ``nodes`` (launched for ``job``) hold all its gang (``Demand.held_by``)."""
+    return job.held_by(n.offering for n in nodes)
 
 
 UP = frozenset({NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY})

@@ -108,7 +108,7 @@ def give_back_short(snapshot: Snapshot, cost: CostModel, gone: frozenset[str] = 
     out: list[Terminate] = []
     for job_id, nodes in sorted(sets.items()):
         job = jobs.get(job_id)
-        if job is None or holds_gang(job, nodes, cost) or any(
+        if job is None or holds_gang(job, nodes) or any(
                 n.protected or n.node_id in protected or n.offering.provider in snapshot.degraded_providers
                 for n in nodes):
             continue

@@ -33,7 +33,7 @@ class BurstNode:
 def start_on_own_nodes(queue: PoolQueue, burst: Mapping[str, BurstNode], booting: set[str | None],
                        now: datetime, start: Start) -> None:
     """Each job whose launched nodes have all joined (and are idle) starts on them, if they are
-    enough for it (``enough``); one left short (a node of its launch ended while booting) waits
+    enough for it (``Demand.held_by``); one left short (a node of its launch ended while booting) waits
     for the controller to give the rest back."""
     nodes_for: dict[str | None, list[BurstNode]] = {}
     for b in burst.values():
@@ -42,19 +42,8 @@ def start_on_own_nodes(queue: PoolQueue, burst: Mapping[str, BurstNode], booting
     for job_id in [j for j in queue if j in booting]:
         job = queue[job_id]
         mine = nodes_for.get(job_id, [])
-        if mine and all(b.joined and b.job_id is None for b in mine) and enough(job, [b.offering for b in mine]):
+        if mine and all(b.joined and b.job_id is None for b in mine) and job.held_by(b.offering for b in mine):
             start(job, now, tuple(sorted(b.node_id for b in mine)), ())
-
-
-def enough(job: Demand, offerings: Sequence[Offering]) -> bool:
-    """Whether nodes of these offerings hold all of ``job``'s gang: each member needs
-    ceil(GPUs per member / the offering's GPUs per node) nodes of one offering (``CostModel.nodes_for``)."""
-    count: dict[str, int] = {}
-    per_node: dict[str, int] = {}
-    for o in offerings:
-        count[o.key] = count.get(o.key, 0) + 1
-        per_node[o.key] = o.gpus_per_node
-    return sum(k // -(-job.gpus_per_node // per_node[key]) for key, k in count.items()) >= job.nodes
 
 
 def start_on_reserved(pending: Callable[[], Sequence[Demand]], onprem: OnPremNodes, ends: Sequence[Ends],

@@ -66,8 +66,8 @@ def test_a_single_job_needing_two_smaller_nodes_is_short_with_one() -> None:
     assert give_back_short(pending(node("c1", offering=X4, for_job="one"), job=one), COST)
     assert not give_back_short(pending(node("c1", offering=X4, for_job="one"), node("c2", offering=X4, for_job="one"),
                                        job=one), COST)
-    assert holds_gang(GANG, [node("a", offering=X8), node("b", offering=X4), node("c", offering=X4)], COST)
-    assert not holds_gang(GANG, [node("a", offering=X4)] * 3, COST)
+    assert holds_gang(GANG, [node("a", offering=X8), node("b", offering=X4), node("c", offering=X4)])
+    assert not holds_gang(GANG, [node("a", offering=X4)] * 3)
 
 
 def test_a_node_stopped_in_the_same_pass_is_not_counted() -> None:

@@ -12,7 +12,6 @@ import pytest
 from burster.model import Demand, Market, Offering
 from providers.sim.events import EventQueue
 from providers.sim.pool import SimPool
-from providers.sim.starts import enough
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NODE = Offering("aws", "us-east-1", "use1-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
@@ -191,9 +190,9 @@ def test_a_job_starts_on_its_new_node_not_on_a_draining_one_launched_for_it_befo
 def test_a_member_larger_than_a_node_needs_ceil_of_its_gpus_over_the_nodes_gpus() -> None:
     """A 3-GPU job on 2-GPU nodes needs two of them; a 6-GPU gang of two 3-GPU members, four."""
     two = replace(NODE, instance_type="p3.4x", gpus_per_node=2)
-    assert not enough(job("a", gpus=3), [two]) and enough(job("a", gpus=3), [two, two])
+    assert not job("a", gpus=3).held_by([two]) and job("a", gpus=3).held_by([two, two])
     gang = job("g", gpus=6, nodes=2)
-    assert not enough(gang, [two] * 3) and enough(gang, [two] * 4)
+    assert not gang.held_by([two] * 3) and gang.held_by([two] * 4)
 
 
 @pytest.mark.parametrize(("depth", "started"), [(1, ["short"]), (2, ["short", "short2"])])

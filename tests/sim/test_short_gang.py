@@ -23,7 +23,6 @@ from policies.cost import CostModel
 from policies.guards import GuardParams
 from providers.sim.events import EventQueue
 from providers.sim.pool import SimPool
-from providers.sim.starts import enough
 from providers.sim.world import SimWorld
 from tests.sim.harness import IDLE_SPOT_T0 as T0
 from tests.sim.harness import run_recorded
@@ -57,7 +56,7 @@ def starts(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[str, ...], 
     (Demand("one", 8, T0, 60.0), [X4, X4], True),
 ])
 def test_nodes_are_enough_when_they_hold_every_member(job: Demand, offerings: list[Offering], ok: bool) -> None:
-    assert enough(job, offerings) is ok
+    assert job.held_by(offerings) is ok
 
 
 def test_a_gang_left_short_waits_for_a_whole_set() -> None:
