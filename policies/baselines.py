@@ -92,7 +92,7 @@ class BaselinePolicy:
         wakes += until
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=self.reclaim_params.idle_ttl_s,
                                 join_timeout_s=self.reclaim_params.join_timeout_s,
-                                guards=self.guards, reads_signals=self.burst_params.prewarm)
+                                guards=self.guards, prewarm=self.cost if self.burst_params.prewarm else None)
 
     def own_actions(self, snapshot: Snapshot) -> list[Action]:
         """A baseline's own rule, ahead of the shared ones, on the same believed snapshot (none here)."""

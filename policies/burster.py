@@ -129,7 +129,7 @@ class BursterPolicy:
             return plan  # its offering, and so its node count, may change as its deadline nears
         return with_quiet_until(plan, snapshot, wakes, idle_ttl_s=p.reclaim.idle_ttl_s, guards=p.guards,
                                 join_timeout_s=p.reclaim.join_timeout_s,
-                                reads_signals=p.burst.prewarm, keep=kept_warm)
+                                prewarm=self.cost if p.burst.prewarm else None, keep=kept_warm)
 
 
 def _settle_moves(actions: list[Action], back: list[Checkpoint | Hold], snapshot: Snapshot) -> list[Action]:

@@ -18,9 +18,10 @@ launched for a job not started on it its join timeout (``join_timeout_s``), or u
 a job the projection says starts now (but the pool has not started) ages past its wait budget or
 spot slack, or until a job deferring to its budget nears the budget's end (the burst rule reports
 those instants), or until holding reserved nodes for a cloud job starts to pay as their running
-work nears its end (the hold rule reports that instant). Budgets
-accrue with time, signals open windows, and an on-prem job past its expected end breaks the
-lockstep: in those cases this returns None (decide every tick). The built-in policies first believe
+work nears its end (the hold rule reports that instant), or until pre-warm first weighs a signal
+(two boots before its window opens: ``standby.prewarm_opens``). Budgets accrue with time, the
+idle cost of a pre-warm falls as its signal's window nears, and an on-prem job past its expected
+end breaks the lockstep: in those cases this returns None (decide every tick). The built-in policies first believe
 such a job runs on to the next step of its estimate (``policies.estimates.believe_overruns``) and
 name as a wake both the step's end and every running job's estimated end (where, if it has not
 finished, the belief begins), so only a custom policy hands an overdue job in here.
@@ -36,8 +37,10 @@ from datetime import UTC, datetime, timedelta
 from burster.lifecycle import NodeState
 from burster.model import Snapshot
 from burster.plan import Plan
+from policies.cost import CostModel
 from policies.guards import GuardParams
 from policies.reclaim import unjoined
+from policies.standby import prewarm_opens
 
 FOREVER = datetime.max.replace(tzinfo=UTC)
 # node states that end only by an event: the cloud reports the node up, the pool sees it join, the
@@ -46,17 +49,23 @@ _WAITED_ON = frozenset({NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.JOIN
 
 
 def quiet_until(snapshot: Snapshot, *, idle_ttl_s: float, guards: GuardParams,
-                reads_signals: bool, keep: frozenset[str] = frozenset(),
+                prewarm: CostModel | None, keep: frozenset[str] = frozenset(),
                 join_timeout_s: float = math.inf) -> datetime | None:
-    """The earliest instant an empty plan could turn non-empty without an event; None if unknown."""
-    if reads_signals and snapshot.signals:
-        return None
+    """The earliest instant an empty plan could turn non-empty without an event; None if unknown.
+    ``prewarm``: the cost model of a policy that pre-warms ahead of signals (None: it does not)."""
     if guards.total_budget_usd is not None or guards.team_budget_usd:
         return None
     now_ts = snapshot.now.timestamp()
     if any(not p.on_cloud and p.ends_at_ts < now_ts for p in snapshot.running):
         return None
     wake = FOREVER
+    if prewarm is not None:
+        for sig in snapshot.signals:
+            opens = prewarm_opens(sig, prewarm)
+            if opens <= snapshot.now < sig.window_start:
+                return None  # the idle cost of being early falls as the window nears
+            if snapshot.now < opens:
+                wake = min(wake, opens)
     pending_for = {j.job_id for j in snapshot.pending} if join_timeout_s != math.inf else set()
     for node in snapshot.cloud_nodes:
         if not node.busy and unjoined(node, pending_for):  # its job may start on it (an event) or time out
@@ -73,12 +82,12 @@ def quiet_until(snapshot: Snapshot, *, idle_ttl_s: float, guards: GuardParams,
 
 
 def with_quiet_until(plan: Plan, snapshot: Snapshot, wakes: Sequence[datetime], *, idle_ttl_s: float,
-                     guards: GuardParams, reads_signals: bool, keep: frozenset[str] = frozenset(),
+                     guards: GuardParams, prewarm: CostModel | None, keep: frozenset[str] = frozenset(),
                      join_timeout_s: float = math.inf) -> Plan:
     """``plan``, and if it is empty, the instant it could next change (``wakes``: the burst rule's own)."""
     if plan.actions or plan.refused:
         return plan
-    until = quiet_until(snapshot, idle_ttl_s=idle_ttl_s, guards=guards, reads_signals=reads_signals, keep=keep,
+    until = quiet_until(snapshot, idle_ttl_s=idle_ttl_s, guards=guards, prewarm=prewarm, keep=keep,
                         join_timeout_s=join_timeout_s)
     if until is None:
         return plan

@@ -17,9 +17,10 @@ window / starts per node between takers, and that idle time must cost less than 
 saves a job (``CostModel.wait_cost_usd``). Idle nodes within the stock are kept past their idle
 TTL; the stock falls as starts age out of the window.
 
-Pre-warm (``BurstParams.prewarm``): a signal (a Jira sprint) whose window opens within two boots
-and whose GPU rate exceeds spare reserved GPUs and warm nodes gets nodes launched early, when the
-jobs' wait for a launch would cost more than the nodes idling until the window opens.
+Pre-warm (``BurstParams.prewarm``): in the two boots before a signal's (a Jira sprint's) window
+opens, if its GPU rate exceeds spare reserved GPUs and warm nodes, nodes are launched early when the
+jobs' wait for a launch would cost more than the nodes idling until the window opens. Once the
+window is open its jobs burst as any job does.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, Node, Offering, Snapshot
+from burster.model import Demand, Node, Offering, Signal, Snapshot
 from burster.plan import Hold, Launch, request_id
 from policies.cost import CostModel
 from policies.offers import OfferBook, offer_book
@@ -178,6 +179,11 @@ def stock_launches(sb: Standby, boot_s: float) -> list[Launch]:
     return out
 
 
+def prewarm_opens(sig: Signal, cost: CostModel) -> datetime:
+    """When pre-warm first weighs ``sig``: two boots before its window opens."""
+    return sig.window_start - timedelta(seconds=2 * cost.p.launch_latency_s)
+
+
 def prewarm(snapshot: Snapshot, cost: CostModel, book: OfferBook, queue: ReservedQueue,
             idle: list[Node]) -> list[Launch]:
     """Launch ahead of a signal when the expected wait cost exceeds the idle cost of being early."""
@@ -186,7 +192,7 @@ def prewarm(snapshot: Snapshot, cost: CostModel, book: OfferBook, queue: Reserve
     for sig in sorted(snapshot.signals, key=lambda s: (s.window_start, s.source)):
         until_s = (sig.window_start - now).total_seconds()
         hours = (sig.window_end - sig.window_start).total_seconds() / 3600.0
-        if hours <= 0 or until_s > 2 * lead_s or (sig.window_end - now).total_seconds() <= 0:
+        if hours <= 0 or not prewarm_opens(sig, cost) <= now < sig.window_start:
             continue
         rate_gpus = sig.gpu_hours / hours
         model = sig.gpu_model or max(queue.total, key=lambda m: queue.total[m], default="")

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, Interruption, Market, Node, Offering, Snapshot
+from burster.model import Demand, Interruption, Market, Node, Offering, Signal, Snapshot
+from policies.cost import CostModel
 from policies.guards import GuardParams
 from policies.quiet import FOREVER, quiet_until
 
@@ -18,7 +19,7 @@ SPOT = Offering("gcp", "us-central1", "us-central1-a", "n1-v100", "V100", 1, Mar
 
 def until(*nodes: Node, notices: tuple[Interruption, ...] = (), guards: GuardParams | None = None) -> datetime | None:
     snapshot = Snapshot(NOW, (), (), (), nodes, (SPOT,), interruptions=notices)
-    return quiet_until(snapshot, idle_ttl_s=300.0, guards=guards or GuardParams(), reads_signals=True)
+    return quiet_until(snapshot, idle_ttl_s=300.0, guards=guards or GuardParams(), prewarm=CostModel())
 
 
 def node(state: NodeState, *, job: str | None = None, idle_for_s: float | None = None) -> Node:
@@ -56,8 +57,22 @@ def test_a_node_up_or_booting_for_a_job_not_started_on_it_wakes_at_its_join_time
     n = replace(node(state, idle_for_s=None if state is not NodeState.READY else 30.0), for_job="j",
                 launched_at=NOW - timedelta(seconds=100))
     snapshot = Snapshot(NOW, (waiting,), (), (), (n,), (SPOT,))
-    timed = quiet_until(snapshot, idle_ttl_s=3600.0, guards=GuardParams(), reads_signals=True, join_timeout_s=1200.0)
+    timed = quiet_until(snapshot, idle_ttl_s=3600.0, guards=GuardParams(), prewarm=CostModel(), join_timeout_s=1200.0)
     assert timed == NOW + timedelta(seconds=1100)
-    assert quiet_until(replace(snapshot, pending=()), idle_ttl_s=3600.0, guards=GuardParams(), reads_signals=True,
+    assert quiet_until(replace(snapshot, pending=()), idle_ttl_s=3600.0, guards=GuardParams(), prewarm=CostModel(),
                        join_timeout_s=1200.0) == (FOREVER if state is not NodeState.READY else NOW + timedelta(
                            seconds=3570))  # its job started elsewhere: an idle node's TTL, or an event
+
+
+@pytest.mark.parametrize(("opens_in_s", "expected"), [
+    (3600.0, NOW + timedelta(seconds=3600 - 360)),  # pre-warm first weighs it two boots (360 s) ahead
+    (300.0, None),  # within those two boots: the idle cost of being early falls as the window nears
+    (-60.0, FOREVER),  # its window open: its jobs are here, and pre-warm is done with it
+])
+def test_a_signal_wakes_an_empty_plan_where_pre_warm_first_weighs_it(opens_in_s: float,
+                                                                      expected: datetime | None) -> None:
+    opens = NOW + timedelta(seconds=opens_in_s)
+    sprint = Signal("SPRINT-7", 48.0, opens, opens + timedelta(hours=2), gpu_model="V100")
+    snapshot = Snapshot(NOW, (), (), (), (), (SPOT,), signals=(sprint,))
+    assert quiet_until(snapshot, idle_ttl_s=300.0, guards=GuardParams(), prewarm=CostModel()) == expected
+    assert quiet_until(snapshot, idle_ttl_s=300.0, guards=GuardParams(), prewarm=None) == FOREVER  # no pre-warm
