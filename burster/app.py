@@ -16,6 +16,7 @@ from burster.interfaces import Policy
 from burster.model import Demand, Market, Offering
 from burster.reconciler import Reconciler
 from burster.shared_data import shared_data_dir as shared_data_dir  # re-exported for callers of app
+from burster.signalfile import AnnouncedSignal, load_signals
 from burster.state import MemoryState
 from burster.traces import Trace
 from policies.baselines import (
@@ -160,6 +161,17 @@ def check_models(jobs: Sequence[Demand], offerings: Sequence[Offering], pool_mod
                           "the trace's gpu_model or pool.gpu_model)")
 
 
+def check_signal_models(announced: Sequence[AnnouncedSignal], offerings: Sequence[Offering],
+                        pool_model: str | None) -> None:
+    """Every signal's GPU model is one the pool or the catalog has (else pre-warm finds nothing)."""
+    known = {o.gpu_model for o in offerings} | ({pool_model} if pool_model else set())
+    for a in announced:
+        if a.signal.gpu_model and a.signal.gpu_model not in known:
+            raise ConfigError(f"signal {a.signal.source!r} needs GPU model {a.signal.gpu_model!r}, which neither the "
+                              f"pool ({pool_model or 'no nodes'}) nor the catalog offers; catalog models: "
+                              f"{', '.join(sorted({o.gpu_model for o in offerings}))} (names are case-sensitive)")
+
+
 @dataclass
 class Simulation:
     world: object
@@ -182,14 +194,16 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
                      prices: Path | None = None, spot_dir: Path | None = None,
                      providers: Sequence[str] = PROVIDERS, days: float | None = None,
                      start_day: float = 0.0, estimate_error: float = 0.0, estimate_bias: float = 1.0,
-                     estimate_team_spread: float = 0.0,
+                     estimate_team_spread: float = 0.0, signals: Path | None = None,
                      state: Callable[[], MemoryState] | None = None) -> Simulation:
     """A simulated world and a reconciler over it; ``estimate_error``: lognormal sigma of the runtime
     estimates the controller sees (0: exact; ``burster.sim.estimates``), ``estimate_bias`` their factor,
-    ``estimate_team_spread`` the lognormal sigma of each team's own factor; ``state``: opens where the
+    ``estimate_team_spread`` the lognormal sigma of each team's own factor; ``signals``: a signals
+    file (``burster.signalfile``) the controller sees as Jira sprints; ``state``: opens where the
     controller keeps its state, once every input is checked (default: in memory;
     ``burster.sqlstate.SqlState.open``: a database)."""
     from burster.sim.estimates import ratios_before, with_estimate_error
+    from providers.sim.signals import SimSignals
     from providers.sim.world import SimWorld
 
     unknown = [p for p in providers if p not in PROVIDERS]
@@ -212,6 +226,8 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
                             team_spread=estimate_team_spread)
     offerings = load_catalog(prices, providers) if prices else load_catalog(providers=providers)
     check_models(jobs, offerings, model if config.pool.nodes > 0 else None, providers)
+    announced = load_signals(signals) if signals is not None else ()
+    check_signal_models(announced, offerings, model if config.pool.nodes > 0 else None)
     series, source = spot_series(seed, spot_dir)
     cost = cost_model(config, interruption_rates(offerings, series))
     clock = FakeClock(start)
@@ -219,11 +235,11 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
                      pool_nodes=config.pool.nodes, gpus_per_node=config.pool.gpus_per_node,
                      gpu_model=model, series=series, seed=seed, checkpoint_s=config.cost.checkpoint_write_s,
                      requeue=config.pool.requeue, runtimes=runtimes, ranker=queue_ranker(config, cost),
-                     history=history)
+                     history=history, signals=SimSignals(announced) if announced else None)
     world.pool.metrics.window_end = end
     reconciler = Reconciler(providers=world.clouds, pool=world.pool, policy=build_policy(policy, config, cost),
                             clock=clock, state=state() if state is not None else None,
-                            budget_period=config.budget.period)
+                            budget_period=config.budget.period, signals=[world.signals] if world.signals else ())
     drain_end = end + timedelta(days=7)  # let the last jobs finish
     return Simulation(world, reconciler, clock, drain_end, config.pool.nodes * config.pool.gpus_per_node,
                       source)

@@ -56,6 +56,10 @@ def register(sub: Any) -> None:
     p.add_argument("--estimate-team-spread", type=finite_float, default=0.0, metavar="SIGMA",
                    help="each team's runtime estimates are off by a factor of its own, exp(N(0, SIGMA)), on top "
                         "of --estimate-bias (default 0: every team alike; 1: from about 0.4x to 2.7x)")
+    p.add_argument("--signals", type=Path, metavar="FILE",
+                   help="demand signals the controller sees, as from Jira sprints: a CSV of source, gpu_hours, "
+                        "window_start, window_end (optional gpu_model, team, project, sprint, announced_at); "
+                        "docs/simulation.md")
     p.add_argument("--store", metavar="URL",
                    help="keep the simulated controller's state and ledger in this database (an SQLAlchemy URL, "
                         "e.g. sqlite:///sim.db), as the live controller keeps its own; it must hold no state for "
@@ -101,7 +105,7 @@ def main(args: argparse.Namespace) -> int:
                            spot_dir=args.spot, providers=providers,
                            days=days, start_day=args.start_day, estimate_error=args.estimate_error,
                            estimate_bias=args.estimate_bias, estimate_team_spread=args.estimate_team_spread,
-                           state=state)
+                           signals=args.signals, state=state)
     held = HeldBack()
     explain = _explainer() if args.explain else None
 

@@ -124,13 +124,14 @@ class Row:
         return when
 
 
-def csv_rows(path: Path, required: Sequence[str]) -> Iterator[Row]:
-    """Rows of a CSV file whose header must hold ``required`` columns (names stripped of spaces).
+def csv_rows(path: Path, required: Sequence[str], what: str = TRACE_FILE) -> Iterator[Row]:
+    """Rows of a CSV file (a ``what``, for errors) whose header must hold ``required`` columns
+    (names stripped of spaces).
 
     A row's number is its line in the file (the header is 1; blank lines count, as an editor shows
     them); a row with more cells than the header has columns, or a quoted cell running over lines
     (an unclosed quote), is an error, not cut short or read as one long cell."""
-    reader = csv.DictReader(text_lines(path))
+    reader = csv.DictReader(textfile.text_lines(path, what))
     last = 0  # the line the last row read whole ended on; a CSV error is after it
     try:
         header = [h.strip() for h in reader.fieldnames or []]

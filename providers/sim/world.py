@@ -10,6 +10,7 @@ from burster.model import Demand, Offering, Requeue
 from providers.sim.cloud import SimCloudProvider
 from providers.sim.events import EventQueue
 from providers.sim.pool import SimPool
+from providers.sim.signals import SimSignals
 from providers.sim.spot import SpotSeries
 
 
@@ -21,7 +22,7 @@ class SimWorld:
                  series: Sequence[SpotSeries] = (), seed: int = 0, checkpoint_s: float = 60.0,
                  requeue: Requeue = Requeue.SUBMISSION, runtimes: Mapping[str, float] | None = None,
                  ranker: Callable[[Demand], datetime] | None = None,
-                 history: Sequence[tuple[float, str]] = ()) -> None:
+                 history: Sequence[tuple[float, str]] = (), signals: SimSignals | None = None) -> None:
         self.clock = clock
         self.start = clock.now()
         self.pool = SimPool(EventQueue(), nodes=pool_nodes, gpus_per_node=gpus_per_node,
@@ -34,6 +35,7 @@ class SimWorld:
                        for name in providers}
         self._jobs = list(jobs)
         self._next = 0
+        self.signals = signals  # (the reconciler reads them; a signal seen keeps the world awake)
         self.pool.metrics.advance(self.start)
 
     def next_time(self) -> datetime | None:
@@ -45,8 +47,9 @@ class SimWorld:
         return t_event if t_job is None else min(t_event, t_job)
 
     def next_change(self, now: datetime, *, spot: bool) -> datetime | None:
-        """The next instant the world changes: an event, an arrival, or (``spot``) a spot availability flip."""
-        times = [self.next_time()]
+        """The next instant the world changes: an event, an arrival, a signal first seen, or (``spot``) a
+        spot availability flip."""
+        times = [self.next_time(), self.signals.next_announcement(now) if self.signals else None]
         if spot:
             times += [c.next_availability_change(now) for c in self.clouds.values()]
         return min((t for t in times if t is not None), default=None)
@@ -71,8 +74,9 @@ class SimWorld:
 
     @property
     def quiet(self) -> bool:
-        """Nothing for a controller to decide: no queue, no burst nodes, no notices."""
-        return not self.pool.queue and not self.pool.burst
+        """Nothing for a controller to decide: no queue, no burst nodes, no notices, no signal seen."""
+        seen = self.signals is not None and self.signals.seen(self.clock.now())
+        return not self.pool.queue and not self.pool.burst and not seen
 
     @property
     def finished(self) -> bool:
