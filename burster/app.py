@@ -66,7 +66,8 @@ def burst_params(config: BursterConfig) -> BurstParams:
     p = config.policy
     return BurstParams(max_wait_s=p.max_wait_s, deadline_margin_s=p.deadline_margin_s, prewarm=p.prewarm,
                        defer_to_budget=p.defer_to_budget, defer_margin_s=p.defer_margin_s,
-                       defer_quantile=p.defer_quantile, market_quantile=p.market_quantile)
+                       defer_quantile=p.defer_quantile, market_quantile=p.market_quantile,
+                       price_late=p.price_late)
 
 
 def _burster(config: BursterConfig, cost: CostModel) -> Policy:

@@ -79,6 +79,7 @@ class PolicyConfig(_Section):
     defer_margin_s: float = Field(default=120.0, ge=0, le=86_400)
     defer_quantile: float = Field(default=0.05, ge=0, le=1)
     market_quantile: float = Field(default=0.9, ge=0, le=1)
+    price_late: bool = True
     correct_estimates: bool = True
     exclusive_nodes: bool = False
     risk_switch: bool = True

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -30,6 +30,7 @@ from burster.model import Demand, JobClass, Market, Node, Offering, PoolNode, Sn
 from burster.plan import Launch, request_id
 from policies.cost import CostModel
 from policies.estimates import estimate_scale, runs_long, taken_long
+from policies.late import choose_late, late_by_estimate
 from policies.offers import ANY, OfferBook, offer_book
 from policies.queue import ReservedQueue, held_by_job
 from policies.quiet import FOREVER
@@ -65,6 +66,8 @@ class BurstParams:
     # a deadline job not running yet chooses spot or on-demand as if it ran this quantile of true /
     # estimated runtime over recently finished jobs (at least 1x its estimate; 0: as estimated)
     market_quantile: float = 0.0
+    # a deadline job late by its estimate even on a launch now: markets priced by the spread (policies/late.py)
+    price_late: bool = False
 
 
 def slack_s(job: Demand, now: datetime, cost: CostModel) -> float:
@@ -127,9 +130,12 @@ def defer_left_s(job: Demand, waited_s: float, cost: CostModel, params: BurstPar
 
 
 def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, book: OfferBook,
-           long: float = 1.0) -> Offering | None:
+           long: float = 1.0, ratios: Sequence[float] = ()) -> Offering | None:
     """The offering a job would burst to under these params (None: nothing launchable), a deadline
-    job taken to run ``long`` times its estimate (``policies.estimates.runs_long``, ``taken_long``)."""
+    job taken to run ``long`` times its estimate (``policies.estimates.runs_long``, ``taken_long``),
+    or with ``price_late`` one late by its estimate priced by the spread of ``ratios`` (``policies.late``)."""
+    if params.price_late and not params.market_order and late_by_estimate(job, now, cost):
+        return choose_late(job, now, cost, book, params.markets or ANY, ratios)
     job = taken_long(job, long)
     for markets in params.market_order:
         offering = book.best(job, markets, by_price=params.by_price)
@@ -224,7 +230,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         queued_s = (now - (job.queued_at or job.submitted_at)).total_seconds()
         # the pool may not have looked yet, or it will surely start it: it fits and so does the queue
         fresh = wait_s == 0.0 and (queued_s < params.stuck_after_s or room.surely_starts(job))
-        offering = None if fresh else choose(job, now, cost, params, book, long)
+        offering = None if fresh else choose(job, now, cost, params, book, long, snapshot.runtime_ratios)
         deferring = offering is not None and defers(job, waited_s, now, cost, params, offering, scale)
         launch = None if offering is None else _consider(job, offering, deferring, wait_s, waited_s, now, cost,
                                                          params, scale)

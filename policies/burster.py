@@ -36,7 +36,8 @@ from policies.standby import StandbyParams, standby
 
 @dataclass(frozen=True, slots=True)
 class BursterParams:
-    burst: BurstParams = field(default_factory=lambda: BurstParams(defer_to_budget=True, market_quantile=0.9))
+    burst: BurstParams = field(default_factory=lambda: BurstParams(defer_to_budget=True, market_quantile=0.9,
+                                                                                  price_late=True))
     reclaim: ReclaimParams = field(default_factory=ReclaimParams)
     guards: GuardParams = field(default_factory=GuardParams)
     preempt_onprem: bool = True  # requeue a reserved job for an urgent one when that is cheaper (policies/preempt.py)
@@ -70,7 +71,8 @@ class BursterPolicy:
         actions += stopping + enforce_team_budgets(snapshot, p.guards, p.reclaim.tick_s, stopping)
         actions += handle_interruptions(snapshot)
         slots = NodeRoom(snapshot, p.guards.max_nodes)  # under the node cap: switches first, then bursts
-        switches = switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s, price_risk=p.risk_switch)
+        switches = switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s, price_risk=p.risk_switch,
+                                          price_late=p.burst.price_late)
         actions += slots.keep(switches)
         stopped = frozenset(i for a in actions for i in (a.node_ids if isinstance(a, Terminate) else
                                                           (a.node_id,) if isinstance(a, Checkpoint) else ()))

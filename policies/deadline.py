@@ -23,6 +23,7 @@ from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, Snapshot
 from burster.plan import Action, Checkpoint, Launch, Terminate, request_id
 from policies.cost import CostModel
+from policies.late import late_stays_on_spot
 from policies.offers import ON_DEMAND_ONLY, OfferBook, offer_book
 
 
@@ -46,7 +47,7 @@ def handle_interruptions(snapshot: Snapshot) -> list[Action]:
 
 
 def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float, *,
-                           price_risk: bool = False) -> list[Action]:
+                           price_risk: bool = False, price_late: bool = False) -> list[Action]:
     """Uniform Progress switches, made before the break: on-demand nodes are launched for a deadline
     job on spot that fell behind while it keeps running; once all of them are up, the job is
     checkpointed and the pool restarts it on them (a node launched for a job is that job's). With
@@ -94,6 +95,12 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
         if launched is None:
             launched = launched_for_running(snapshot)
         mine = launched.get(job.job_id, [])
+        if price_late and not any(n.offering.market is Market.ON_DEMAND for n in mine) \
+                and job.deadline.timestamp() < p.ends_at_ts and (spot := _spot_of(snapshot, p)) is not None:
+            book = book or offer_book(snapshot, cost)
+            target = target or book.best(job, ON_DEMAND_ONLY)
+            if target is None or late_stays_on_spot(p, spot, target, changeover, snapshot.runtime_ratios, cost):
+                continue  # late by its estimate either way: on-demand would buy no more than it costs
         to_spot = tuple(sorted(n.node_id for n in mine if n.offering.market is not Market.ON_DEMAND))
         if to_spot:  # a move to cheaper spot under way would leave it behind on spot again: dropped
             out.append(Terminate(to_spot, request_id=request_id("drop-move", job.job_id, *to_spot),
@@ -133,6 +140,12 @@ def _risk_reason(job: Demand, spot: Offering, target: Offering, slack_s: float, 
     return (f"job {job.job_id} on spot {spot.key} risks its deadline: an interruption there would lose more "
             f"unsaved work than its {slack_s:.0f}s slack (expected miss ${risk:.2f} > ${extra:.2f} "
             f"to move to on-demand)")
+
+
+def _spot_of(snapshot: Snapshot, p: Placement) -> Offering | None:
+    """The spot offering ``p`` runs on (None if its first node is not listed)."""
+    node_id = p.node_ids[0]
+    return next((n.offering for n in snapshot.cloud_nodes if n.node_id == node_id), None)
 
 
 def _checkpoints(p: Placement, snapshot: Snapshot, cost: CostModel, reason: str) -> list[Action]:

@@ -301,6 +301,11 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
 _LAST: list[tuple[Sequence[float], list[float]]] = []
 
 
+def sorted_ratios(ratios: Sequence[float]) -> list[float]:
+    """``ratios`` sorted (kept while the pool hands out the same tuple); not to be changed."""
+    return _sorted(ratios)
+
+
 def _sorted(ratios: Sequence[float]) -> list[float]:
     """``sorted(ratios)``, kept while the pool hands out the same tuple (until a job finishes)."""
     if _LAST and _LAST[0][0] is ratios:

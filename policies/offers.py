@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from burster.model import Demand, Market, Offering, Snapshot
 from policies.cost import CostModel
@@ -74,12 +74,13 @@ class OfferBook:
         return best
 
     def best_for_deadline(self, job: Demand, markets: frozenset[Market], max_rework: float,
-                          slack_s: float) -> Offering | None:
+                          slack_s: float, risk: Callable[[Offering], float] | None = None) -> Offering | None:
         """Like ``best``, for a job with ``slack_s`` of deadline slack. A spot offering qualifies only
         if its expected rework fraction is at most ``max_rework``, and competes at its expected job
-        cost plus its deadline risk (``CostModel.deadline_risk_usd``) against on-demand's job cost.
-        With no on-demand allowed and no spot qualifying, the cheapest spot is still returned."""
-        if max_rework == math.inf or Market.SPOT not in markets:
+        cost plus its deadline risk (``CostModel.deadline_risk_usd``, or ``risk`` of it where given)
+        against on-demand's job cost. With no on-demand allowed and no spot qualifying, the cheapest
+        spot is still returned."""
+        if (max_rework == math.inf and risk is None) or Market.SPOT not in markets:
             return self.best(job, markets)
         best = self.best(job, markets - {Market.SPOT}) if Market.ON_DEMAND in markets else None
         best_usd = self.cost.job_cost_usd(job, best) if best is not None else math.inf
@@ -92,7 +93,7 @@ class OfferBook:
             usd = self.cost.job_cost_usd(job, o)
             if usd >= best_usd:
                 break  # ranked by rate: later offerings cost at least as much, before their risk
-            usd += self.cost.deadline_risk_usd(job, o, slack_s)
+            usd += self.cost.deadline_risk_usd(job, o, slack_s) if risk is None else risk(o)
             if usd < best_usd:
                 best, best_usd = o, usd
         if best is None:

@@ -16,6 +16,7 @@ from burster.model import Demand, JobClass, Market, Node, Offering, Placement, P
 from burster.plan import Launch
 from policies import estimates
 from policies.baselines import ComputeWaitPolicy, GreedySpotPolicy
+from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
 from policies.deadline import switch_behind_schedule
@@ -128,6 +129,11 @@ OD = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON
 COST = CostModel(CostParams(spot_interruptions_per_hour=0.0, restart_overhead_s=300, launch_latency_s=180))
 
 
+# the job is late by its uncorrected estimate: with ``price_late`` its market would be priced by the
+# spread of the ratios (tests/policies/test_late.py); here the estimate and its correction decide
+ON_ESTIMATES = BurstParams(defer_to_budget=True, market_quantile=0.9, price_late=False)
+
+
 def _deadline_world(ratios: tuple[float, ...]) -> Snapshot:
     """A 4 h estimate (really 2 h) due in 3 h, the pool busy for 5 h: on its estimate it cannot make
     the deadline anywhere; on the runtime it can, on spot."""
@@ -146,7 +152,7 @@ def _deadline_world(ratios: tuple[float, ...]) -> Snapshot:
     ((0.2,) * 60 + (1.0,) * 40, True, Market.ON_DEMAND),  # 40 % of users set exact limits: not shortened
 ])
 def test_the_policy_reads_corrected_estimates(ratios: tuple[float, ...], correct: bool, market: Market) -> None:
-    policy = BursterPolicy(COST, BursterParams(correct_estimates=correct))
+    policy = BursterPolicy(COST, BursterParams(burst=ON_ESTIMATES, correct_estimates=correct))
     launches = [a for a in policy.decide(_deadline_world(ratios)).actions if isinstance(a, Launch)]
     assert [a.offering.market for a in launches] == [market]
 
@@ -160,7 +166,8 @@ def test_the_policy_corrects_a_team_s_estimates_by_that_team_s_jobs(team: str, m
     world = replace(world, pending=(replace(world.pending[0], team=team),),
                     runtime_ratio_teams=("vc_loose",) * 60 + ("vc_careful",) * 40,
                     team_runtime_ratios=(("vc_careful", (1.0,) * 128), ("vc_loose", (0.2,) * 128)))
-    launches = [a for a in BursterPolicy(COST).decide(world).actions if isinstance(a, Launch)]
+    launches = [a for a in BursterPolicy(COST, BursterParams(burst=ON_ESTIMATES)).decide(world).actions
+                if isinstance(a, Launch)]
     assert [a.offering.market for a in launches] == [market]
 
 

@@ -1,0 +1,88 @@
+"""Deadline jobs their estimate says are late already: spot or on-demand, priced by the spread.
+
+A job whose (corrected) estimate puts its end past its deadline even on on-demand started now
+misses whichever market it runs on, unless it runs shorter than its estimate. On-demand then buys
+its deadline only where spot's interruptions would lose it: for the runs that would just make it
+on on-demand but not after an interruption's loss. The finished jobs' true / estimated runtimes
+(``Snapshot.runtime_ratios``, the spread left after the correction) say how likely such a run is:
+the share of them within one loss of the ratio the deadline allows. Spot's deadline risk is that
+share times the chance of an interruption during the run, times the miss $; a long job's band is
+narrow, so it goes to spot, and a short one near the line stays on on-demand. With exact
+estimates (every ratio 1) a late job is late: no run makes it, and it takes the cheapest market.
+The Uniform Progress switch weighs the same way whether a late job on spot should move: the move's
+own changeover delays it surely, an interruption only maybe.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from datetime import datetime
+
+from burster.model import Demand, JobClass, Market, Offering, Placement
+from policies.cost import CostModel
+from policies.estimates import MIN_RATIOS, sorted_ratios
+from policies.offers import OfferBook
+
+
+def late_by_estimate(job: Demand, now: datetime, cost: CostModel) -> bool:
+    """Whether ``job`` has a deadline its estimate says it misses even started now on a launch."""
+    if job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
+        return False
+    return (job.deadline - now).total_seconds() - job.remaining_s - cost.p.launch_latency_s < 0
+
+
+def share_within(ratios: Sequence[float], low: float, high: float) -> float:
+    """The share of ``ratios`` (true / estimated runtimes of finished jobs) in (``low``, ``high``];
+    with fewer than ``MIN_RATIOS``, estimates are trusted: 1 if 1 is in it, else 0."""
+    if len(ratios) < MIN_RATIOS:
+        return 1.0 if low < 1.0 <= high else 0.0
+    ordered = sorted_ratios(ratios)
+    return (bisect.bisect_right(ordered, high) - bisect.bisect_right(ordered, low)) / len(ordered)
+
+
+def interruption_loss_s(job: Demand, offering: Offering, cost: CostModel) -> float:
+    """What one interruption of ``job`` on spot ``offering`` costs it in time: a restart and a relaunch,
+    plus half a checkpoint interval of work unless the notice leaves time to save it."""
+    lost = 0.0 if cost.saves_on_notice(offering) else job.checkpoint_interval_s / 2
+    return cost.p.restart_overhead_s + cost.p.launch_latency_s + lost
+
+
+def late_spot_risk_usd(job: Demand, offering: Offering, allowed: float, ratios: Sequence[float],
+                       cost: CostModel, run_s: float | None = None) -> float:
+    """Expected miss $ spot ``offering`` adds for ``job``, whose deadline allows a whole run of at most
+    ``allowed`` times its estimate: P(an interruption during ``run_s``, by default its remaining run)
+    x the share of ``ratios`` within one interruption's loss below ``allowed``, x the miss $."""
+    run_s = job.remaining_s if run_s is None else run_s
+    rate = cost.nodes_for(job, offering) * cost.interruption_rate(offering)
+    p_interrupted = 1.0 - math.exp(-rate * run_s / 3600.0)
+    band = interruption_loss_s(job, offering, cost) / job.est_runtime_s
+    return p_interrupted * share_within(ratios, allowed - band, allowed) * cost.miss_usd(job)
+
+
+def choose_late(job: Demand, now: datetime, cost: CostModel, book: OfferBook, markets: frozenset[Market],
+                ratios: Sequence[float]) -> Offering | None:
+    """The offering for a ``job`` late by its estimate (``late_by_estimate``): on-demand's job cost
+    against each spot offering's plus its ``late_spot_risk_usd``."""
+    allowed = ((job.deadline - now).total_seconds() - cost.p.launch_latency_s + job.done_s) / job.est_runtime_s \
+        if job.deadline is not None else math.inf
+    return book.best_for_deadline(job, markets, math.inf, 0.0,
+                                  risk=lambda o: late_spot_risk_usd(job, o, allowed, ratios, cost))
+
+
+def late_stays_on_spot(p: Placement, spot: Offering, target: Offering, changeover_s: float,
+                       ratios: Sequence[float], cost: CostModel) -> bool:
+    """Whether a job on spot that its estimate says is late already stays there rather than move to
+    on-demand ``target``: the miss $ its spot run adds (``late_spot_risk_usd``) does not exceed what
+    the move's own changeover adds (the share of ``ratios`` within it below the ratio its deadline
+    allows), plus the move's extra $. Priced on the placement's whole run, so the answer holds while
+    it runs."""
+    job = p.job
+    if job.deadline is None:
+        return True
+    allowed = (job.deadline.timestamp() - p.started_at.timestamp() + job.done_s) / job.est_runtime_s
+    stay = late_spot_risk_usd(job, spot, allowed, ratios, cost)
+    move = share_within(ratios, allowed - changeover_s / job.est_runtime_s, allowed) * cost.miss_usd(job)
+    extra = cost.job_cost_usd(job, target, work_s=job.remaining_s + changeover_s) - cost.job_cost_usd(job, spot)
+    return stay <= move + extra
