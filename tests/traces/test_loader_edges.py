@@ -3,7 +3,6 @@ aliases and tie rules, and the Slurm and Helios rules for values the main tests 
 
 from __future__ import annotations
 
-import copy
 import csv
 import json
 import random
@@ -21,6 +20,7 @@ from burster.traces.alibaba import load_alibaba
 from burster.traces.base import gang_nodes
 from burster.traces.helios import COLUMNS, job_sizes, load_helios
 from burster.traces.sacct import load_sacct
+from tests.traces.test_sacct import job as sacct_job
 
 GENERIC = "job_id,submit_time,gpus,runtime_s,nodes,priority,deadline,job_class\n"
 PHILLY = "job_id,user,num_gpu,submit_time,duration,expect_time_list,job_type\n"
@@ -120,17 +120,7 @@ def sacct(tmp_path: Path, *jobs: dict[str, Any]) -> Path:
 
 
 def variant(job_id: int, **changes: Any) -> dict[str, Any]:
-    out = copy.deepcopy(SACCT_JOB) | {"job_id": job_id}
-    for dotted, value in changes.items():
-        *parents, key = dotted.split("__")
-        node = out
-        for p in parents:
-            node = node[p]
-        if value is ...:
-            del node[key]
-        else:
-            node[key] = value
-    return out
+    return sacct_job(SACCT_JOB | {"job_id": job_id}, **changes)
 
 
 def test_sacct_edges_of_the_skip_and_adjust_rules(tmp_path: Path) -> None:
