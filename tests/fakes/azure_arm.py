@@ -86,6 +86,7 @@ class FakeArm:
         self.keys: dict[str, dict[str, dict[str, Any]]] = {}  # group -> sshPublicKeys (azure_records.py)
         self.record_faults: list[tuple[int, dict[str, Any]] | None] = []  # per record PUT; None: answer
         self.dropped: dict[str, int] = {}  # method -> answers to lose (requests naming one VM)
+        self.drop_group = ""  # ... of this resource group (lower case)
         self.server = HttpsServer(self, tls).start()
         self.url = self.server.url
 
@@ -106,11 +107,12 @@ class FakeArm:
         with self.lock:
             self.put_faults.append((status, body))
 
-    def drop_answers(self, **by_method: int) -> None:
-        """``drop_answers(PUT=2)``: the next 2 PUTs of a VM are carried out, but the connection closes
-        before the answer (a timeout, a reset). No arguments: none lost."""
+    def drop_answers(self, group: str = "", **by_method: int) -> None:
+        """``drop_answers(rg, PUT=2)``: the next 2 PUTs of a VM in resource group ``rg`` are carried
+        out, but the connection closes before the answer (a timeout, a reset). Only that group's
+        requests count (an earlier test's SDK poller may still read its own VMs). No counts: none lost."""
         with self.lock:
-            self.dropped = dict(by_method)
+            self.dropped, self.drop_group = dict(by_method), group.lower()
 
     def fail_record_writes(self, *faults: tuple[int, dict[str, Any]] | None) -> None:
         """The next record (sshPublicKeys) PUTs answer these (status, ARM error); None: as usual."""
@@ -173,7 +175,8 @@ class FakeArm:
         status, extra, body = self._handle(method, target, headers, raw)
         m_vm = _VM.match(urlsplit(target).path)
         with self.lock:
-            if m_vm and m_vm.group(3) and self.dropped.get(method, 0) > 0:
+            if m_vm and m_vm.group(3) and m_vm.group(2).lower() == self.drop_group \
+                    and self.dropped.get(method, 0) > 0:
                 self.dropped[method] -= 1
                 return DROP, {}, None
         kind = "reads" if method == "GET" else "writes"

@@ -69,7 +69,7 @@ def _reset() -> Iterator[None]:
 
 def test_a_put_whose_answer_is_lost_once_is_sent_again_onto_the_same_vm() -> None:
     rg, arm = group(), fakes().arm
-    arm.drop_answers(PUT=1)
+    arm.drop_answers(rg, PUT=1)
     (node,) = provider(rg).launch(spot_offering(), 1, request_id="blip")
     first = arm.vm(rg, node.node_id)
     assert node.state is NodeState.READY and vm_puts(rg) == 2 and first is not None
@@ -80,7 +80,7 @@ def test_a_vm_made_by_puts_whose_answers_were_all_lost_is_returned_and_recorded(
     """Every try's answer is lost (the adapter tries 5 times): ARM made the VM on the first. The launch
     reads it back instead of failing; evicted later, a replay reports it ended and makes no other."""
     rg, arm = group(), fakes().arm
-    arm.drop_answers(PUT=5)
+    arm.drop_answers(rg, PUT=5)
     (node,) = provider(rg).launch(spot_offering(), 1, request_id="lost")
     made = arm.vm(rg, node.node_id)
     assert made is not None and node.state is NodeState.LAUNCHING and vm_puts(rg) == 5
@@ -95,7 +95,7 @@ def test_a_vm_whose_put_and_read_both_went_unanswered_stays_in_the_record_as_sen
     """Neither the PUTs' answers nor the read that would tell came back: the record keeps the VM as
     sent. Gone by the replay, it is reported ended at its start (nothing billed), not made again."""
     rg, arm = group(), fakes().arm
-    arm.drop_answers(PUT=5, GET=5)
+    arm.drop_answers(rg, PUT=5, GET=5)
     p = provider(rg)
     with pytest.raises(Exception, match="network error"):
         p.launch(spot_offering(), 1, request_id="dark")
