@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from burster.model import Demand, JobClass, Market, Node, Offering, PoolNode, Snapshot, queue_key
+from burster.model import Demand, Market, Node, Offering, PoolNode, Snapshot, queue_key
 from burster.plan import Launch, request_id
 from policies.cost import CostModel
 from policies.estimates import estimate_scale, runs_long, taken_long
@@ -34,6 +34,7 @@ from policies.late import choose_late, late_by_estimate
 from policies.offers import ANY, OfferBook, offer_book
 from policies.queue import ReservedQueue, held_by_job
 from policies.quiet import FOREVER
+from policies.slack import defer_left_s, defers, slack_s, spot_rework_limit, spot_slack_s, wait_budget_s
 from policies.standby import USABLE, Standby, free_nodes, live_jobs, prewarm, stock_launches
 
 
@@ -68,65 +69,6 @@ class BurstParams:
     market_quantile: float = 0.0
     # a deadline job late by its estimate even on a launch now: markets priced by the spread (policies/late.py)
     price_late: bool = False
-
-
-def slack_s(job: Demand, now: datetime, cost: CostModel) -> float:
-    """Deadline slack if started now: time left minus remaining work minus launch latency."""
-    if job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
-        return math.inf
-    return (job.deadline - now).total_seconds() - job.remaining_s - cost.p.launch_latency_s
-
-
-def spot_rework_limit(job: Demand, now: datetime, cost: CostModel, params: BurstParams) -> float:
-    """Uniform Progress with rework: the largest expected rework (a fraction of the remaining run) a
-    spot run of ``job`` started now can absorb and still keep a changeover (restart + relaunch) plus
-    the margin for a final move to on-demand. Negative: no spot run qualifies; inf: no deadline."""
-    slack = slack_s(job, now, cost)
-    if slack == math.inf:
-        return math.inf
-    room = slack - cost.p.restart_overhead_s - cost.p.launch_latency_s - params.deadline_margin_s
-    if job.remaining_s <= 0 or not params.rework_aware:
-        return math.inf if room >= 0 else -1.0
-    return room / job.remaining_s
-
-
-def spot_slack_s(job: Demand, now: datetime, cost: CostModel, params: BurstParams, offering: Offering) -> float:
-    """How long a deadline job can still wait and then run on spot (Uniform Progress's switch point).
-
-    Past this, the job could only make its deadline on on-demand: waiting for on-prem would turn a
-    cheap spot burst into an expensive one. Infinite for jobs without a deadline or off spot.
-    """
-    slack = slack_s(job, now, cost)
-    if offering.market is not Market.SPOT or slack == math.inf:
-        return math.inf
-    rework_s = job.remaining_s * cost.rework_fraction(offering, job.checkpoint_interval_s,
-                                                      cost.nodes_for(job, offering))
-    changeover = cost.p.restart_overhead_s + cost.p.launch_latency_s
-    return slack - rework_s - changeover - params.deadline_margin_s
-
-
-def wait_budget_s(job: Demand, params: BurstParams) -> float:
-    compute = params.wait_s_per_gpu_hour * job.gpus * job.est_runtime_s / 3600.0
-    return max(params.max_wait_s, params.wait_fraction * job.est_runtime_s, compute)
-
-
-def defers(job: Demand, waited_s: float, now: datetime, cost: CostModel, params: BurstParams,
-           offering: Offering, scale: float = 1.0) -> bool:
-    """Whether ``job`` waits out its wait budget (``scale`` of it) before bursting to ``offering``
-    (``defer_to_budget``): only before its first start (a stopped job's pause is priced as waiting),
-    only a budget longer than the ``max_wait_s`` floor (short jobs still burst at once), and, for a
-    deadline job, only while its slack would still let it run there (spot slack) and keep the margin
-    after the wait."""
-    if not (params.defer_to_budget and job.attempt == 0 and scale * wait_budget_s(job, params) > params.max_wait_s):
-        return False
-    left_s = defer_left_s(job, waited_s, cost, params, scale)
-    return min(spot_slack_s(job, now, cost, params, offering),
-               slack_s(job, now, cost) - params.deadline_margin_s) >= left_s
-
-
-def defer_left_s(job: Demand, waited_s: float, cost: CostModel, params: BurstParams, scale: float = 1.0) -> float:
-    """How much longer a deferring job may wait and still start on the cloud within ``scale`` of its budget."""
-    return scale * wait_budget_s(job, params) - waited_s - cost.p.launch_latency_s - params.defer_margin_s
 
 
 def choose(job: Demand, now: datetime, cost: CostModel, params: BurstParams, book: OfferBook,

@@ -24,11 +24,12 @@ from datetime import datetime, timedelta
 from burster.lifecycle import NodeState
 from burster.model import Demand, Offering, Placement, Snapshot
 from burster.plan import Action, Checkpoint, Launch, request_id
-from policies.burst import BurstParams, choose, slack_s, spot_rework_limit
+from policies.burst import BurstParams, choose
 from policies.cost import CostModel
 from policies.deadline import holds_gang, launched_for_running
 from policies.guards import NodeRoom
 from policies.offers import OfferBook, offer_book
+from policies.slack import slack_s, spot_rework_limit
 
 
 def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,

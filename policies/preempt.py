@@ -28,10 +28,11 @@ from datetime import datetime, timedelta
 from burster.billing import billing_rule
 from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Action, Hold, Launch, Preempt
-from policies.burst import BurstParams, choose, slack_s
+from policies.burst import BurstParams, choose
 from policies.cost import CostModel
 from policies.estimates import TRUSTED_WITHIN, runs_long
 from policies.offers import OfferBook, offer_book
+from policies.slack import slack_s
 
 
 def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams, launches: Sequence[Launch],

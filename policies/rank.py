@@ -17,8 +17,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from burster.model import Demand, JobClass
-from policies.burst import BurstParams, wait_budget_s
+from policies.burst import BurstParams
 from policies.cost import CostModel
+from policies.slack import wait_budget_s
 
 
 def start_by(job: Demand, cost: CostModel, params: BurstParams) -> datetime:

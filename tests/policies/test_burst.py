@@ -9,9 +9,10 @@ from datetime import UTC, datetime, timedelta
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Snapshot
 from burster.plan import Launch, request_id
-from policies.burst import BurstParams, _burst_request_id, burst, spot_slack_s
+from policies.burst import BurstParams, _burst_request_id, burst
 from policies.cost import CostModel, CostParams
 from policies.rank import start_by
+from policies.slack import spot_slack_s
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 SPOT = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)

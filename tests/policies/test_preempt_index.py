@@ -16,10 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNode, Snapshot
-from policies.burst import BurstParams, slack_s
+from policies.burst import BurstParams
 from policies.cost import CostModel, CostParams
 from policies.offers import offer_book
 from policies.preempt import _Away, _Candidate, _Reserved
+from policies.slack import slack_s
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 # spot where a 30 s notice is too short to save the work: a deadline job's risk there depends on its slack
