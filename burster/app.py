@@ -152,25 +152,32 @@ def check_models(jobs: Sequence[Demand], offerings: Sequence[Offering], pool_mod
     if not offerings:
         raise ConfigError(f"the price catalog has no offerings on {', '.join(providers)}; check --prices "
                           "and --providers")
-    known = {o.gpu_model for o in offerings} | ({pool_model} if pool_model else set())
+    known = _known_models(offerings, pool_model)
     stranded = sorted({j.gpu_model for j in jobs if j.gpu_model not in known})
     if stranded:
         count = sum(j.gpu_model in stranded for j in jobs)
         raise ConfigError(f"{count} job(s) need GPU model(s) {', '.join(stranded)} that neither the pool "
-                          f"({pool_model or 'no nodes'}) nor the catalog offers; catalog models: "
-                          f"{', '.join(sorted({o.gpu_model for o in offerings}))} (names are case-sensitive: fix "
-                          "the trace's gpu_model or pool.gpu_model)")
+                          f"{_nobody_offers(offerings, pool_model)}: fix the trace's gpu_model or pool.gpu_model)")
 
 
 def check_signal_models(announced: Sequence[AnnouncedSignal], offerings: Sequence[Offering],
                         pool_model: str | None) -> None:
     """Every signal's GPU model is one the pool or the catalog has (else pre-warm finds nothing)."""
-    known = {o.gpu_model for o in offerings} | ({pool_model} if pool_model else set())
+    known = _known_models(offerings, pool_model)
     for a in announced:
         if a.signal.gpu_model and a.signal.gpu_model not in known:
-            raise ConfigError(f"signal {a.signal.source!r} needs GPU model {a.signal.gpu_model!r}, which neither the "
-                              f"pool ({pool_model or 'no nodes'}) nor the catalog offers; catalog models: "
-                              f"{', '.join(sorted({o.gpu_model for o in offerings}))} (names are case-sensitive)")
+            raise ConfigError(f"signal {a.signal.source!r} needs GPU model {a.signal.gpu_model!r}, which neither "
+                              f"the pool {_nobody_offers(offerings, pool_model)})")
+
+
+def _known_models(offerings: Sequence[Offering], pool_model: str | None) -> set[str]:
+    return {o.gpu_model for o in offerings} | ({pool_model} if pool_model else set())
+
+
+def _nobody_offers(offerings: Sequence[Offering], pool_model: str | None) -> str:
+    """The end of a "neither the pool ... nor the catalog offers" error: what each has."""
+    return (f"({pool_model or 'no nodes'}) nor the catalog offers; catalog models: "
+            f"{', '.join(sorted({o.gpu_model for o in offerings}))} (names are case-sensitive")
 
 
 @dataclass

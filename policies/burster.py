@@ -9,7 +9,7 @@ from datetime import datetime
 from functools import partial
 
 from burster.model import Snapshot
-from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan, Terminate
+from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan
 from policies.burst import BurstParams, burst
 from policies.consolidate import consolidate
 from policies.cost import CostModel
@@ -30,7 +30,7 @@ from policies.guards import (
 from policies.preempt import incoming, may_turn_urgent, preempt_for_urgent
 from policies.queue import ReservedQueue
 from policies.quiet import with_quiet_until
-from policies.reclaim import ReclaimParams, give_back_short, idle_ttl, move_back, reserved_room
+from policies.reclaim import ReclaimParams, give_back_short, idle_ttl, move_back, reserved_room, stopped_by
 from policies.standby import StandbyParams, standby
 
 
@@ -74,9 +74,8 @@ class BursterPolicy:
         switches = switch_behind_schedule(snapshot, self.cost, p.burst.deadline_margin_s, price_risk=p.risk_switch,
                                           price_late=p.burst.price_late)
         actions += slots.keep(switches)
-        stopped = frozenset(i for a in actions for i in (a.node_ids if isinstance(a, Terminate) else
-                                                          (a.node_id,) if isinstance(a, Checkpoint) else ()))
-        short = give_back_short(snapshot, self.cost, stopped, p.guards.protected_node_ids)  # relaunched next pass
+        # a short set goes back now, relaunched whole next pass
+        short = give_back_short(snapshot, self.cost, stopped_by(actions), p.guards.protected_node_ids)
         actions += short
         wakes: list[datetime] = [overrun_wake] if overrun_wake is not None else []
         warm = standby(snapshot, self.cost, p.standby)

@@ -44,7 +44,7 @@ def runtime_correction(ratios: Sequence[float]) -> float:
     of recently finished jobs: their median where it is above ``TRUSTED_WITHIN`` (estimates run
     short), their ``SHORTEN_QUANTILE`` quantile where that is below 1 / ``TRUSTED_WITHIN`` (three
     jobs in four ran well under their estimates), else 1; 1 with fewer than ``MIN_RATIOS`` of them."""
-    return 1.0 if len(ratios) < MIN_RATIOS else _correction(_sorted(ratios))
+    return 1.0 if len(ratios) < MIN_RATIOS else _correction(sorted_ratios(ratios))
 
 
 def _correction(ordered: Sequence[float]) -> float:
@@ -152,7 +152,7 @@ def estimate_scale(ratios: Sequence[float], quantile: float) -> float:
     ``MIN_RATIOS`` jobs have finished. Exact estimates give 1; time limits twice the runtime, 0.5."""
     if len(ratios) < MIN_RATIOS:
         return 1.0
-    return min(1.0, _quantile(_sorted(ratios), quantile))
+    return min(1.0, _quantile(sorted_ratios(ratios), quantile))
 
 
 def runs_long(ratios: Sequence[float], quantile: float) -> float:
@@ -161,7 +161,7 @@ def runs_long(ratios: Sequence[float], quantile: float) -> float:
     at least 1; 1 until ``MIN_RATIOS`` jobs have finished, or with ``quantile`` 0 (off)."""
     if quantile <= 0.0 or len(ratios) < MIN_RATIOS:
         return 1.0
-    return max(1.0, _quantile(_sorted(ratios), quantile))
+    return max(1.0, _quantile(sorted_ratios(ratios), quantile))
 
 
 def taken_long(job: Demand, factor: float) -> Demand:
@@ -199,7 +199,7 @@ def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
     if not overrun:
         return snapshot, _just_after(first)
     running: list[Placement] = []
-    ordered = _sorted(snapshot.runtime_ratios)
+    ordered = sorted_ratios(snapshot.runtime_ratios)
     last = _BELIEVED[0] if _BELIEVED else {}
     _BELIEVED[:] = [{}]
     for p in snapshot.running:
@@ -237,7 +237,7 @@ def _believe_requeued(snapshot: Snapshot) -> Snapshot:
     if not any(max(j.done_s, j.reached_s) > j.est_runtime_s for j in snapshot.pending):
         return snapshot
     pending = []
-    ordered = _sorted(snapshot.runtime_ratios)
+    ordered = sorted_ratios(snapshot.runtime_ratios)
     for job in snapshot.pending:
         need, est = max(job.done_s, job.reached_s), job.est_runtime_s
         if need > est:
@@ -302,12 +302,8 @@ _LAST: list[tuple[Sequence[float], list[float]]] = []
 
 
 def sorted_ratios(ratios: Sequence[float]) -> list[float]:
-    """``ratios`` sorted (kept while the pool hands out the same tuple); not to be changed."""
-    return _sorted(ratios)
-
-
-def _sorted(ratios: Sequence[float]) -> list[float]:
-    """``sorted(ratios)``, kept while the pool hands out the same tuple (until a job finishes)."""
+    """``sorted(ratios)``, kept while the pool hands out the same tuple (until a job finishes); the
+    list is shared: not to be changed."""
     if _LAST and _LAST[0][0] is ratios:
         return _LAST[0][1]
     ordered = sorted(ratios)
