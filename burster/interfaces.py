@@ -82,8 +82,9 @@ class PoolActuator(Protocol):
     - ``checkpoint``: ask the job on a node to checkpoint before ``deadline``; calling it again for
       the same node returns the ticket's current state (that is how it is polled).
     - ``drain``: stop new work landing on a node; its job requeues (keeping checkpointed work).
-    - ``hold``: keep an on-prem node for one job from ``start_at`` until it starts on-prem or ends,
-      or ``until`` passes; before ``start_at`` only jobs that end by then may use it (``Hold``); on
+    - ``hold``: keep an on-prem node for a job from ``start_at`` until it starts on-prem or ends,
+      or ``until`` passes, beside any jobs it is held for already; before ``start_at`` only jobs
+      that end by then may use it (``Hold``); on
       an idle exclusive cloud node (``Launch.exclusive``), the job starts there at once.
     - ``preempt``: ask an on-prem job to checkpoint before ``deadline``, then requeue it keeping the
       checkpointed work (``Preempt``); until then its Placement carries ``stopping_at``.

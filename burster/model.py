@@ -95,7 +95,7 @@ class PoolNode:
     gpu_model: str
     gpus: int
     free_gpus: int
-    held_for: str = ""  # the job this node is held for, if any (``burster.plan.Hold``)
+    held_for: tuple[str, ...] = ()  # the jobs this node is held for, if any (``burster.plan.Hold``)
 
 
 @dataclass(frozen=True, slots=True)

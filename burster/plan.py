@@ -66,11 +66,13 @@ class Drain:
 
 @dataclass(frozen=True, slots=True)
 class Hold:
-    """Keep an on-prem node for one job from ``start_at``: before it, the pool starts there only jobs
-    that end by then; from it, no other job, until that job starts on-prem or ends, or ``until``
-    passes (a Slurm reservation with a start time, which its backfill plans around). On an idle
-    exclusive cloud node (``Launch.exclusive``): the job starts there now (the times do not apply),
-    and the node bills for ``est_hours`` more, charged to ``team`` (budget guards, as a Launch)."""
+    """Keep an on-prem node for a job from ``start_at``: before it, the pool starts there only jobs
+    that end by then; from it, no job it is not held for, until that job starts on-prem or ends, or
+    ``until`` passes (a Slurm reservation with a start time, which its backfill plans around). A
+    node may be held for several jobs, one Hold each (jobs moving back that fit on it together):
+    any of them may start there. On an idle exclusive cloud node (``Launch.exclusive``): the job
+    starts there now (the times do not apply), and the node bills for ``est_hours`` more, charged
+    to ``team`` (budget guards, as a Launch)."""
 
     node_id: str
     job_id: str

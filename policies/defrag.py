@@ -100,7 +100,7 @@ class _FreeNodes:
 
     def __init__(self, snapshot: Snapshot, queue: ReservedQueue, requeue: Requeue, room: NodeRoom) -> None:
         self.snapshot, self.queue, self.requeue, self.room = snapshot, queue, requeue, room
-        self.holders = {n.held_for for n in snapshot.pool_nodes if n.held_for}
+        self.holders = {j for n in snapshot.pool_nodes for j in n.held_for}
         self._rooms: dict[tuple[str, int], list[tuple[float, str]]] = {}
 
     @cached_property

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from burster.lifecycle import LIVE_STATES, PENDING_STATES, NodeState
-from burster.model import JobClass, Market, Node, Snapshot
+from burster.model import JobClass, Market, Node, PoolNode, Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate, request_id
 
 A = TypeVar("A", bound=Action)
@@ -353,16 +353,24 @@ def _stop_burn(snapshot: Snapshot, params: GuardParams, tick_s: float, what: str
     return out
 
 
-def one_per_node(actions: list[Action]) -> list[Action]:
+def one_per_node(actions: list[Action], reserved: Iterable[PoolNode] = ()) -> list[Action]:
     """One checkpoint, drain or hold per node: the first reason wins (interruptions and budget
-    stops come before reclaim)."""
-    seen: set[str] = set()
+    stops come before reclaim); but a reserved node (in ``reserved``) may be held for several jobs,
+    one Hold each (jobs moving back that fit on it together)."""
+    seen: set[str | tuple[str, str]] = set()
+    shared: set[str] | None = None
     out: list[Action] = []
     for a in actions:
         node = getattr(a, "node_id", None)
         if node is not None:
-            if node in seen:
+            key: str | tuple[str, str] = node
+            if isinstance(a, Hold):
+                if shared is None:
+                    shared = {n.node_id for n in reserved}
+                if node in shared:
+                    key = (node, a.job_id)
+            if key in seen:
                 continue
-            seen.add(node)
+            seen.add(key)
         out.append(a)
     return out

@@ -114,7 +114,7 @@ def _urgent(launch: Launch, pending: dict[str, Demand], *, deadline_too: bool = 
 def incoming(snapshot: Snapshot) -> frozenset[str]:
     """Jobs a preempted reserved job's node is held for: their GPUs are on the way."""
     stopping = {n for p in snapshot.running if p.stopping_at is not None and not p.on_cloud for n in p.node_ids}
-    return frozenset(n.held_for for n in snapshot.pool_nodes if n.held_for and n.node_id in stopping)
+    return frozenset(j for n in snapshot.pool_nodes if n.node_id in stopping for j in n.held_for)
 
 
 @dataclass(slots=True)  # not frozen: one is built per reserved job per pass (3x faster to build)

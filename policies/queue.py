@@ -34,7 +34,7 @@ class ReservedQueue:
         for n in pool_nodes:
             model = n.gpu_model
             self.total[model] += n.gpus
-            if not n.held_for:  # a held node's free GPUs wait for the job it is held for
+            if not n.held_for:  # a held node's free GPUs wait for the jobs it is held for
                 free[model] += n.free_gpus
             if n.gpus > self.node_size[model]:
                 self.node_size[model] = n.gpus
@@ -52,7 +52,7 @@ class ReservedQueue:
             self._times[model] = [0.0, *(t for t, _ in evs)]
             self._cum[model] = list(itertools.accumulate((g for _, g in evs), initial=free[model]))
         self._queued: dict[str, int] = defaultdict(int)
-        self._holders = {n.held_for for n in pool_nodes if n.held_for}
+        self._holders = {j for n in pool_nodes for j in n.held_for}
         self._held: dict[str, _HeldNodes] | None = None  # built when a holder is first asked about
         self._pool_nodes, self._running, self._now_ts = pool_nodes, running, now_ts
 
@@ -135,8 +135,8 @@ def held_by_job(pool_nodes: Sequence[PoolNode]) -> dict[str, list[PoolNode]]:
     """The reserved nodes held for each job (``PoolNode.held_for``)."""
     out: dict[str, list[PoolNode]] = {}
     for n in pool_nodes:
-        if n.held_for:
-            out.setdefault(n.held_for, []).append(n)
+        for job_id in n.held_for:
+            out.setdefault(job_id, []).append(n)
     return out
 
 

@@ -22,7 +22,7 @@ class PoolMetrics:
     hard_deadline_misses: int = 0
     preemptions: int = 0
     reclaims: int = 0
-    node_holds: int = 0  # reserved nodes held for a job (``Hold``)
+    node_holds: int = 0  # holds of a reserved node for a job (``Hold``; a node held for two jobs counts twice)
     node_holds_landed: int = 0  # ... released because that job started on-prem
     node_holds_expired: int = 0  # ... that ran out before the job came
     idle_nodes_handed: int = 0  # idle exclusive burst nodes the controller gave a job (``Hold``)

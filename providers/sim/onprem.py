@@ -1,7 +1,8 @@
 """Reserved on-prem nodes with best-fit placement, bucketed by free GPUs for O(GPUs) lookups.
 
-A node may be held for one job from an instant on (``hold``, like a Slurm reservation with a start
-time): before it, other jobs may use the node only if they end by then."""
+A node may be held for one or more jobs, each from an instant on (``hold``, like a Slurm reservation
+with a start time that those jobs may run in): before the earliest, other jobs may use the node only
+if they end by then."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ class OnPremNodes:
         self.buckets[gpus_per_node] = set(range(nodes))
         self._views = [PoolNode(self.node_id(i), gpu_model, gpus_per_node, gpus_per_node) for i in range(nodes)]
         self.index = {v.node_id: i for i, v in enumerate(self._views)}
-        self.held: dict[int, tuple[str, float]] = {}  # node index -> (the job it is held for, from when)
+        self.held: dict[int, dict[str, float]] = {}  # node index -> {a job it is held for: from when}
 
     def node_id(self, index: int) -> str:
         return f"onprem-{index:04d}"
@@ -36,7 +37,7 @@ class OnPremNodes:
     def fit(self, job: Demand, now_ts: float = math.inf,
             avoid: Container[int] = ()) -> tuple[tuple[int, int], ...] | None:
         """Slots (node index, GPUs) for the whole gang now (``now_ts``), or None. Best fit, lowest
-        index first; a held node only for its job, or for one that ends before the hold starts;
+        index first; a held node only for its jobs, or for one that ends before the first hold starts;
         none of the nodes in ``avoid``."""
         if job.gpus > self.free_total or not self.can_ever_fit(job):
             return None
@@ -58,8 +59,8 @@ class OnPremNodes:
 
     def fit_held(self, job: Demand) -> tuple[tuple[int, int], ...] | None:
         """Slots for the whole gang on nodes held for ``job`` only (best fit), or None."""
-        mine = sorted((self.free[i], i) for i, (j, _) in self.held.items()
-                      if j == job.job_id and self.free[i] >= job.gpus_per_node)
+        mine = sorted((self.free[i], i) for i, jobs in self.held.items()
+                      if job.job_id in jobs and self.free[i] >= job.gpus_per_node)
         if len(mine) < job.nodes:
             return None
         return self._slots(job, [i for _, i in mine[:job.nodes]])
@@ -87,26 +88,29 @@ class OnPremNodes:
         self.free_total += value - self.free[i]
         self.free[i] = value
         self.buckets[value].add(i)
-        self._views[i] = PoolNode(self._views[i].node_id, self.model, self.size, value, self.holder(i))
+        self._views[i] = PoolNode(self._views[i].node_id, self.model, self.size, value, self.holders(i))
 
     def _may_use(self, i: int, job: Demand, now_ts: float) -> bool:
         hold = self.held.get(i)
-        return hold is None or hold[0] == job.job_id or now_ts + job.remaining_s <= hold[1]
+        return hold is None or job.job_id in hold or now_ts + job.remaining_s <= min(hold.values())
 
     def hold(self, i: int, job_id: str, start_ts: float) -> None:
-        self.held[i] = (job_id, start_ts)
-        self._views[i] = replace(self._views[i], held_for=job_id)
+        """Hold node ``i`` for ``job_id`` from ``start_ts`` too (beside the jobs it is held for already)."""
+        self.held.setdefault(i, {})[job_id] = start_ts
+        self._views[i] = replace(self._views[i], held_for=self.holders(i))
 
-    def holder(self, i: int) -> str:
-        hold = self.held.get(i)
-        return hold[0] if hold else ""
+    def holders(self, i: int) -> tuple[str, ...]:
+        """The jobs node ``i`` is held for, in the order they were held."""
+        return tuple(self.held.get(i, ()))
 
     def release(self, job_id: str, i: int | None = None) -> int:
         """Release ``job_id``'s holds (only node ``i``'s when given); how many were released."""
-        mine = [k for k, (j, _) in self.held.items() if j == job_id and (i is None or k == i)]
+        mine = [k for k, jobs in self.held.items() if job_id in jobs and (i is None or k == i)]
         for k in mine:
-            del self.held[k]
-            self._views[k] = replace(self._views[k], held_for="")
+            del self.held[k][job_id]
+            if not self.held[k]:
+                del self.held[k]
+            self._views[k] = replace(self._views[k], held_for=self.holders(k))
         return len(mine)
 
     def pool_nodes(self) -> tuple[PoolNode, ...]:

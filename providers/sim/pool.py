@@ -67,7 +67,7 @@ class SimPool:
         # (node index, GPUs) slots), sorted: when and where reserved GPUs free up
         self._changed = True  # queue, runs or burst nodes changed since the last schedule()
         self._cloud_gpus = 0  # GPUs of cloud-running jobs the reserved nodes could run (stranded-capacity KPI)
-        self._hold_until: dict[int, datetime] = {}  # reserved node index -> when its hold runs out
+        self._hold_until: dict[tuple[int, str], datetime] = {}  # (reserved node index, job) -> when the hold runs out
 
     # --- Pool protocol -------------------------------------------------------------------------
     def pending(self) -> Sequence[Demand]:
@@ -115,9 +115,10 @@ class SimPool:
         self._dirty()
 
     def hold(self, node_id: str, job_id: str, start_at: datetime, until: datetime) -> None:
-        """Keep reserved node ``node_id`` for ``job_id`` from ``start_at`` (before, only jobs that end
-        by then may use it) until the job starts on-prem or finishes, or ``until``; or give idle
-        exclusive burst node ``node_id`` to queued ``job_id`` (it starts there at the next schedule)."""
+        """Keep reserved node ``node_id`` for ``job_id`` (beside the jobs it is held for already) from
+        ``start_at`` (before, only jobs that end by then may use it) until the job starts on-prem or
+        finishes, or ``until``; or give idle exclusive burst node ``node_id`` to queued ``job_id`` (it
+        starts there at the next schedule)."""
         b = self.burst.get(node_id)
         if b is not None:
             if b.exclusive and b.job_id is None and not b.draining and job_id in self.queue:
@@ -129,10 +130,10 @@ class SimPool:
         run = self.runs.get(job_id)
         if i is None or (job_id not in self.queue and (run is None or not run.on_cloud)):
             return  # not a reserved node, or the job is gone or already on-prem: nothing to hold for
-        if self.onprem.holder(i) != job_id:
+        if job_id not in self.onprem.holders(i):
             self.metrics.node_holds += 1
         self.onprem.hold(i, job_id, start_at.timestamp())
-        self._hold_until[i] = until
+        self._hold_until[i, job_id] = until
         self.events.at(until, lambda t: self._expire(job_id, i, until))
         self._dirty()
 
@@ -163,8 +164,9 @@ class SimPool:
         return run.checkpoint_at + timedelta(seconds=self.checkpoint_s)
 
     def _expire(self, job_id: str, i: int, until: datetime) -> None:
-        if self._hold_until.get(i) != until:
+        if self._hold_until.get((i, job_id)) != until:
             return  # held again since, with another end
+        del self._hold_until[i, job_id]
         if self.onprem.release(job_id, i):
             self.metrics.node_holds_expired += 1
             self._dirty()
@@ -208,7 +210,7 @@ class SimPool:
                slots: tuple[tuple[int, int], ...]) -> None:
         self.queue.remove(job.job_id)
         if slots and self.onprem.held:  # started on-prem: its holds are done (a cloud restart keeps them)
-            self.metrics.node_holds_landed += sum(self.onprem.holder(i) == job.job_id for i, _ in slots)
+            self.metrics.node_holds_landed += sum(job.job_id in self.onprem.holders(i) for i, _ in slots)
             self.onprem.release(job.job_id)
         for node_id in burst_ids:
             self.burst[node_id].job_id = job.job_id

@@ -52,7 +52,7 @@ def start_on_reserved(pending: Callable[[], Sequence[Demand]], onprem: OnPremNod
     (``depth`` jobs past a blocked head at most; ``ends``: when and where on-prem runs free GPUs,
     sorted). ``pending`` is called once per phase: the queue as served after the held jobs started."""
     if onprem.held:  # a job with nodes held for it starts there first, wherever it is queued
-        holders = {j for j, _ in onprem.held.values()}
+        holders = {j for jobs in onprem.held.values() for j in jobs}
         for job in [j for j in pending() if j.job_id in holders and j.job_id not in booting]:
             slots = onprem.fit_held(job)
             if slots is not None:
@@ -102,9 +102,9 @@ class _Reservation:
 
 def _reserve(head: Demand, onprem: OnPremNodes, ends: Sequence[Ends]) -> _Reservation:
     """When the head fits, node by node as the runs end (best fit, as it will be placed), and the
-    nodes it will take. Nodes held for another job are not counted (never: ``at`` is inf)."""
+    nodes it will take. Nodes held for other jobs only are not counted (never: ``at`` is inf)."""
     per, need = head.gpus_per_node, head.nodes
-    usable = [not (i in onprem.held and onprem.held[i][0] != head.job_id) for i in range(len(onprem.free))]
+    usable = [i not in onprem.held or head.job_id in onprem.held[i] for i in range(len(onprem.free))]
     free = [f if ok else 0 for f, ok in zip(onprem.free, usable, strict=True)]
     for t, _, slots in ends:
         for i, g in slots:

@@ -158,7 +158,8 @@ def test_the_requeue_order_reaches_the_simulated_fifo_pool() -> None:
     plan = plan_settings([Window(str(DEMO_TRACE), "philly", 1.0, 1.0)], seeds=[0], nodes=[12])
     by_requeue = {rq: run_arm(plan.settings[0], "burster", Sources(requeue=rq, order="submission")).summary
                   for rq in ("submission", "back")}
-    assert by_requeue["submission"]["launches"] != by_requeue["back"]["launches"]
+    what = ("launches", "reclaims", "cloud_gpu_hours", "requeued_wait_gpu_hours")
+    assert [by_requeue["submission"][k] for k in what] != [by_requeue["back"][k] for k in what]
     assert by_requeue["submission"]["jobs"] == by_requeue["back"]["jobs"] > 0
 
 

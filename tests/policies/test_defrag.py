@@ -25,7 +25,7 @@ POLICY = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.0)),
 
 
 def snapshot(*, small_ends_min: tuple[float, float] = (30, 600), cloud_left_h: float = 10.0,
-             pending: tuple[Demand, ...] = (), held_for: str = "") -> Snapshot:
+             pending: tuple[Demand, ...] = (), held_for: tuple[str, ...] = ()) -> Snapshot:
     """Two 8-GPU reserved nodes with 4 GPUs free each (8 free in all), each running a 4-GPU job
     (ending in ``small_ends_min``), and an 8-GPU job on an on-demand node with ``cloud_left_h`` to run."""
     pool = (PoolNode("onprem-0", "V100", 8, 4, held_for), PoolNode("onprem-1", "V100", 8, 4))
@@ -67,10 +67,10 @@ def test_no_hold_when_turned_off() -> None:
 
 
 def test_a_job_holding_a_node_is_not_held_for_again_and_moves_once_the_node_has_room() -> None:
-    waiting = snapshot(held_for="big")
+    waiting = snapshot(held_for=("big",))
     assert holds(waiting) == []
     assert not any(isinstance(a, Checkpoint) for a in POLICY.decide(waiting).actions)  # 4 of 8 free
-    emptied = replace(waiting, pool_nodes=(PoolNode("onprem-0", "V100", 8, 8, "big"), waiting.pool_nodes[1]),
+    emptied = replace(waiting, pool_nodes=(PoolNode("onprem-0", "V100", 8, 8, ("big",)), waiting.pool_nodes[1]),
                       running=waiting.running[1:])
     moves = [a for a in POLICY.decide(emptied).actions if isinstance(a, Checkpoint)]
     assert [(a.node_id, a.job_id) for a in moves] == [("n1", "big")]
@@ -80,7 +80,7 @@ def test_a_job_holding_a_node_is_not_held_for_again_and_moves_once_the_node_has_
 def test_a_held_nodes_free_gpus_are_nobody_elses() -> None:
     # the held node's 4 free GPUs do not count as room for a queued 4-GPU job; the other node is full
     queued = Demand("q", 4, NOW, 3600, gpu_model="V100")
-    snap = snapshot(held_for="big", pending=(queued,))
+    snap = snapshot(held_for=("big",), pending=(queued,))
     full = replace(snap, pool_nodes=(snap.pool_nodes[0], PoolNode("onprem-1", "V100", 8, 0)))
     queue = ReservedQueue(NOW, full.pool_nodes, full.running)
     assert queue.free_gpus("V100") == 0

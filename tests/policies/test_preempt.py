@@ -80,7 +80,7 @@ def test_a_reserved_job_ending_before_a_boot_is_waited_for_not_preempted() -> No
     assert "ends there in 120s, before a cloud node could boot" in hold.reason
     # the next pass: the urgent job waits for its held node rather than bursting again
     held = snapshot(bulk, on_prem("k", 1, 2))
-    held = replace(held, pool_nodes=(replace(held.pool_nodes[0], held_for="urgent"),))
+    held = replace(held, pool_nodes=(replace(held.pool_nodes[0], held_for=("urgent",)),))
     assert POLICY.decide(held).actions == ()
 
 
@@ -98,7 +98,7 @@ def test_a_job_already_stopping_frees_its_node_for_the_holder_and_is_not_preempt
     k = replace(on_prem("k", 1, 120), stopping_at=NOW + timedelta(minutes=1))
     assert k.remaining_s(NOW) == 60.0  # its GPUs free at the stop
     snap = snapshot(bulk, k)
-    snap = replace(snap, pool_nodes=(replace(snap.pool_nodes[0], held_for="urgent"),))
+    snap = replace(snap, pool_nodes=(replace(snap.pool_nodes[0], held_for=("urgent",)),))
     assert POLICY.decide(snap).actions == ()
 
 
@@ -115,7 +115,7 @@ def test_a_held_node_whose_job_is_overdue_is_not_waited_for() -> None:
     bulk = on_prem("bulk", 7, 600, deadline=NOW + timedelta(hours=11), job_class=JobClass.STRICT)
     overdue = on_prem("k", 1, -5)  # its estimate ran out 5 min ago: believed to run on to 1.5x it
     snap = snapshot(bulk, overdue)
-    snap = replace(snap, pool_nodes=(replace(snap.pool_nodes[0], held_for="urgent"),))
+    snap = replace(snap, pool_nodes=(replace(snap.pool_nodes[0], held_for=("urgent",)),))
     assert kinds(POLICY, snap) == [("launch", "urgent@on_demand")]  # and it is not preempted either
 
 

@@ -122,7 +122,7 @@ def test_gang_launches_are_all_or_nothing(snap: Snapshot) -> None:
 @SETTINGS
 @given(snapshots())
 def test_reserved_capacity_is_used_before_any_cloud_launch(snap: Snapshot) -> None:
-    free = {n.node_id: n.free_gpus for n in snap.pool_nodes if not n.held_for}  # held: for one job only
+    free = {n.node_id: n.free_gpus for n in snap.pool_nodes if not n.held_for}  # held: for its jobs only
     plan = policy().decide(snap)
     launched_for = {a.job_id for a in plan.launches if a.job_id}
     # a pending job that fits on free reserved GPUs right now (alone, single node, V100 or any)
@@ -143,7 +143,14 @@ def test_holds_are_on_unheld_reserved_nodes_for_cloud_or_queued_jobs(snap: Snaps
     idle = {n.node_id for n in snap.cloud_nodes if n.exclusive and not n.busy and n.state is NodeState.READY}
     waiting = {p.job.job_id for p in snap.running if p.on_cloud} | {j.job_id for j in snap.pending}
     holds = [a for a in policy().decide(snap).actions if isinstance(a, Hold)]
-    assert len({h.node_id for h in holds}) == len(holds), "a node is held for one job at most"
+    assert len({(h.node_id, h.job_id) for h in holds}) == len(holds), "one hold per node and job"
+    jobs = {j.job_id: j for j in snap.pending} | {p.job.job_id: p.job for p in snap.running}
+    free = {n.node_id: n.free_gpus for n in snap.pool_nodes}
+    for node_id in {h.node_id for h in holds}:
+        mine = [h for h in holds if h.node_id == node_id]
+        if len(mine) > 1:  # only jobs moving back now that fit the node's free GPUs together
+            assert node_id in free and all(h.start_at == snap.now for h in mine)
+            assert sum(jobs[h.job_id].gpus_per_node for h in mine) <= free[node_id]
     for h in holds:
         if h.node_id in idle:
             assert h.job_id in {j.job_id for j in snap.pending} and h.start_at == h.until == snap.now

@@ -61,5 +61,5 @@ def test_releasing_one_held_node_keeps_the_jobs_other_holds() -> None:
     for i in (0, 1):
         onprem.hold(i, "a", 0.0)
     assert onprem.release("a", 0) == 1
-    assert onprem.held == {1: ("a", 0.0)}
-    assert [n.held_for for n in onprem.pool_nodes()] == ["", "a", ""]
+    assert onprem.held == {1: {"a": 0.0}}
+    assert [n.held_for for n in onprem.pool_nodes()] == [(), ("a",), ()]

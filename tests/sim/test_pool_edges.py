@@ -104,9 +104,9 @@ def test_a_hold_ends_when_its_job_finishes_on_the_cloud() -> None:
     pool.metrics.advance(T0)
     on_own_node(pool, job("a", gpus=8, run_s=600.0), "a-node", BIG)
     pool.hold("onprem-0000", "a", T0 + timedelta(hours=2), T0 + timedelta(hours=3))
-    assert pool.nodes()[0].held_for == "a"
+    assert pool.nodes()[0].held_for == ("a",)
     pool.events.run_until(T0 + timedelta(seconds=600))  # a finishes on its cloud node
-    assert pool.nodes()[0].held_for == ""
+    assert pool.nodes()[0].held_for == ()
     m = pool.metrics
     assert (m.node_holds, m.node_holds_landed, m.node_holds_expired) == (1, 0, 0)
     pool.events.run_until(T0 + timedelta(hours=3))

@@ -29,7 +29,7 @@ def test_a_held_node_takes_only_the_job_it_is_held_for_even_behind_a_blocked_hea
     pool = _pool_with_two_half_full_nodes()
     pool.submit(Demand("big", 8, T0, 3600.0, gpu_model="V100"), T0)  # waits: no node has 8 free
     pool.hold("onprem-0000", "big", T0 + timedelta(minutes=30), T0 + timedelta(hours=2))
-    assert pool.nodes()[0].held_for == "big"
+    assert pool.nodes()[0].held_for == ("big",)
     pool.submit(Demand("head", 12, T0, 600.0, gpu_model="V100", nodes=2), T0)
     pool.submit(Demand("short", 2, T0, 1200.0, gpu_model="V100"), T0)
     pool.submit(Demand("long", 2, T0, 3600.0, gpu_model="V100"), T0)
@@ -42,7 +42,7 @@ def test_a_held_node_takes_only_the_job_it_is_held_for_even_behind_a_blocked_hea
     running = {p.job.job_id: p.node_ids for p in pool.running()}
     assert running["big"] == ("onprem-0000",)  # it starts there though "head" is ahead and blocked
     assert "head" not in running
-    assert pool.nodes()[0].held_for == ""  # started on-prem: the hold is done
+    assert pool.nodes()[0].held_for == ()  # started on-prem: the hold is done
     m = pool.metrics
     assert (m.node_holds, m.node_holds_landed, m.node_holds_expired) == (1, 1, 0)
 
@@ -59,12 +59,12 @@ def test_a_hold_ends_at_its_deadline_and_survives_a_restart_on_the_cloud() -> No
     pool.join("big-node-2")
     pool.schedule(T0)
     assert {p.job.job_id: p.node_ids for p in pool.running()}["big"] == ("big-node-2",)
-    assert pool.nodes()[0].held_for == "big"
+    assert pool.nodes()[0].held_for == ("big",)
     pool.submit(Demand("other", 2, T0, 600.0, gpu_model="V100"), T0)
     pool.schedule(T0)
     assert {p.job.job_id: p.node_ids for p in pool.running()}["other"] == ("onprem-0001",)
     pool.events.run_until(T0 + timedelta(minutes=20))  # the hold expires
-    assert pool.nodes()[0].held_for == ""
+    assert pool.nodes()[0].held_for == ()
     assert (pool.metrics.node_holds, pool.metrics.node_holds_expired) == (1, 1)
     pool.submit(Demand("late", 4, T0, 600.0, gpu_model="V100"), T0 + timedelta(minutes=20))
     pool.schedule(T0 + timedelta(minutes=20))
@@ -76,7 +76,7 @@ def test_a_hold_for_a_gone_job_a_job_running_on_prem_or_a_cloud_node_is_ignored(
     pool.hold("onprem-0000", "nobody", T0, T0 + timedelta(hours=1))
     pool.hold("onprem-0000", "s1", T0, T0 + timedelta(hours=1))  # s1 runs on onprem-0001
     pool.hold("big-node", "s0", T0, T0 + timedelta(hours=1))
-    assert [n.held_for for n in pool.nodes()] == ["", ""]
+    assert [n.held_for for n in pool.nodes()] == [(), ()]
 
 
 def test_a_hold_renewed_for_longer_is_not_cut_short_by_the_first_ones_end() -> None:
@@ -85,9 +85,9 @@ def test_a_hold_renewed_for_longer_is_not_cut_short_by_the_first_ones_end() -> N
     pool.hold("onprem-0001", "big", T0, T0 + timedelta(minutes=20))
     pool.hold("onprem-0001", "big", T0, T0 + timedelta(minutes=40))
     pool.events.run_until(T0 + timedelta(minutes=25))
-    assert pool.nodes()[1].held_for == "big"
+    assert pool.nodes()[1].held_for == ("big",)
     pool.events.run_until(T0 + timedelta(minutes=40))
-    assert pool.nodes()[1].held_for == ""
+    assert pool.nodes()[1].held_for == ()
     assert (pool.metrics.node_holds, pool.metrics.node_holds_expired) == (1, 1)
 
 
