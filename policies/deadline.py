@@ -149,7 +149,9 @@ def _spot_of(snapshot: Snapshot, p: Placement) -> Offering | None:
 
 
 def _checkpoints(p: Placement, snapshot: Snapshot, cost: CostModel, reason: str) -> list[Action]:
-    deadline = snapshot.now + timedelta(seconds=min(cost.p.restart_overhead_s, 300.0))
+    """Checkpoints due within the restart time, at most five minutes, but never before one can be written."""
+    due_s = max(cost.p.checkpoint_write_s, min(cost.p.restart_overhead_s, 300.0))
+    deadline = snapshot.now + timedelta(seconds=due_s)
     return [Checkpoint(node_id, p.job.job_id, deadline, reason=reason) for node_id in p.node_ids]
 
 

@@ -68,7 +68,7 @@ def test_the_risk_switch_charges_the_move_its_changeover_run_on_on_demand() -> N
     assert switches(20.0)
 
 
-def test_a_switch_checkpoint_is_due_within_the_restart_time_at_most_five_minutes() -> None:
+def test_a_switch_checkpoint_is_due_within_the_restart_time_at_most_five_minutes_not_before_a_write() -> None:
     (cp,) = switch_behind_schedule(snapshot(1000, offerings=(SPOT,)), COST, MARGIN)  # no on-demand: requeue
     assert isinstance(cp, Checkpoint) and cp.deadline == NOW + timedelta(seconds=300)
     quick = CostModel(replace(COST.p, restart_overhead_s=120))
@@ -77,3 +77,7 @@ def test_a_switch_checkpoint_is_due_within_the_restart_time_at_most_five_minutes
     slow = CostModel(replace(COST.p, restart_overhead_s=600))
     (cp,) = switch_behind_schedule(snapshot(1000, offerings=(SPOT,)), slow, MARGIN)
     assert isinstance(cp, Checkpoint) and cp.deadline == NOW + timedelta(seconds=300)
+    # a restart quicker than a checkpoint write: due once it can be written (it was due at 30 s)
+    brisk = CostModel(replace(COST.p, restart_overhead_s=30, checkpoint_write_s=60))
+    (cp,) = switch_behind_schedule(snapshot(500, offerings=(SPOT,)), brisk, MARGIN)
+    assert isinstance(cp, Checkpoint) and cp.deadline == NOW + timedelta(seconds=60)
