@@ -160,8 +160,9 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
         model = queue.model_for(p.job)
         if model is None:
             continue
+        restart_s = cost.p.restart_overhead_s
         if free.get(model, 0) - claims.ahead_of(p.job, model) < p.job.gpus and \
-                not backfill.admits(p, model, free.get(model, 0), cost.p.restart_overhead_s, snapshot.now):
+                not backfill.admits(p, model, free.get(model, 0), restart_s, snapshot.now):
             continue
         if too_tight(p, snapshot.now, cost, margin_s):
             continue
@@ -172,6 +173,7 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
         if slots is None:
             continue
         free[model] -= p.job.gpus
+        backfill.take(p, model, restart_s, snapshot.now)
         for node_id in slots:
             nodes.take(node_id, p.job.gpus_per_node)
         moves = move_checkpoints(p, cost, snapshot.now, f"reserved GPUs free: move job {p.job.job_id} back on-prem, "
@@ -258,12 +260,14 @@ class _Backfill:
         if head is None or p.job.gpus > free:
             return False
         shadow_s, spare = head
-        if p.remaining_s(now) + restart_s <= shadow_s:
-            return True
-        if p.job.gpus <= spare:
-            self.heads[model] = (shadow_s, spare - p.job.gpus)
-            return True
-        return False
+        return p.remaining_s(now) + restart_s <= shadow_s or p.job.gpus <= spare
+
+    def take(self, p: Placement, model: str, restart_s: float, now: datetime) -> None:
+        """A move made, by either check: GPUs it will still hold when the head starts are not spare
+        then (one that was not made, a deadline too tight or no node to fit, takes nothing)."""
+        head = self.heads.get(model)
+        if head is not None and p.remaining_s(now) + restart_s > head[0]:
+            self.heads[model] = (head[0], head[1] - p.job.gpus)
 
 
 def too_tight(p: Placement, now: datetime, cost: CostModel, margin_s: float) -> bool:

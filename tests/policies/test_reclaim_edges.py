@@ -4,7 +4,8 @@ a pending job submitted in the same second is ahead of a requeued one; the pool'
 start or fitting exactly its spare GPUs backfills, each backfilled job uses up spare GPUs, one that
 cannot start uses none); moves go most expensive first and take their GPUs off the free ones; a
 best-effort job's deadline, and a deadline met with no slack to spare; a draining job's claim; a
-node held for another job."""
+node held for another job. And the two bugs it found in the backfill's spare: a job that passed
+the check but did not move took spare GPUs, and moves within the free GPUs did not."""
 
 from __future__ import annotations
 
@@ -172,3 +173,32 @@ def test_a_node_held_for_another_job_takes_no_move_back() -> None:
     assert moved(snap) == []
     assert moved(replace(snap, pool_nodes=(PoolNode("onprem-0", "V100", 8, 8), *pool[1:]))) == ["two"]
 
+
+
+def test_a_job_skipped_after_the_backfill_check_leaves_the_heads_spare_to_the_next() -> None:
+    """Behind a 7-GPU head 1 GPU is spare. The dearer job passes the backfill check but is a strict
+    deadline job too tight to pause, so it stays: the spare GPU is still there for the cheaper one
+    (the check used to take it before the move was decided)."""
+    snap = behind_a_blocked_head(7, ("cheap", 3.06, 5.0), ("dear", 4.0, 5.0))
+    assert moved(snap) == ["dear"]
+    run = list(snap.running)
+    dear = run[2]
+    run[2] = replace(dear, job=replace(dear.job, job_class=JobClass.STRICT,
+                                       deadline=NOW + timedelta(seconds=dear.remaining_s(NOW) + 600)))
+    assert moved(replace(snap, running=tuple(run))) == ["cheap"]
+
+
+def test_moves_within_the_free_gpus_come_off_the_spare_a_later_backfill_counts_on() -> None:
+    """3 GPUs free, 1 owed to a job queued before three 1-GPU cloud jobs: two move (dearest first);
+    the third may not backfill into the owed GPU (the head's spare used to count GPUs those two
+    moves had taken, so all three moved and one was stranded and burst again)."""
+    pool = (PoolNode("onprem-0", "V100", 8, 3),)
+    five = Demand("five", 5, SUBMITTED, 11 * 3600, gpu_model="V100")
+    ahead = Demand("ahead", 1, NOW - timedelta(hours=3), 3600, gpu_model="V100")
+    running = [Placement(five, ("onprem-0",), SUBMITTED, False, Market.RESERVED)]
+    nodes = []
+    for job_id, price in (("c3", 3.0), ("c5", 5.0), ("c4", 4.0)):
+        job = Demand(job_id, 1, SUBMITTED, 6 * 3600, gpu_model="V100")
+        running.append(Placement(job, (f"n-{job_id}",), SUBMITTED, True, Market.ON_DEMAND, price))
+        nodes.append(Node(f"n-{job_id}", OD, NodeState.READY, SUBMITTED, f"rq-{job_id}", job_id=job_id))
+    assert moved(Snapshot(NOW, (ahead,), tuple(running), pool, tuple(nodes), (OD,))) == ["c5", "c4"]
