@@ -10,13 +10,13 @@ us-central1 / us-east1: A2 and A3 cores and RAM, A100 and H100 GPUs, on-demand a
 
 from __future__ import annotations
 
-import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from tests.fakes.gcp_compute import ApiError, rate_limited
+from tests.fakes.gcp_http import serve_json
 
 COMPUTE_SERVICE = "6F81-5844-456A"
 REGIONS = ["us-central1", "us-east1", "us-east4", "us-west1"]
@@ -107,26 +107,13 @@ class FakeBilling:
         out["nextPageToken"] = str(start + size) if start + size < len(self.skus) else ""
         return 200, out
 
+    def _answer(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, dict[str, Any]]:
+        if method != "GET":  # the Cloud Billing catalog is read-only
+            return 405, ApiError(405, f"Method {method} is not allowed.", "methodNotAllowed").body
+        return self.handle(path)
+
     def start(self) -> str:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                status, body = fake.handle(self.path)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=UTF-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                         daemon=True).start()
+        self._server = serve_json(self._answer)
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def stop(self) -> None:

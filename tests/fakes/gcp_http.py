@@ -1,5 +1,5 @@
-"""The local HTTP server of the Compute fake (gcp_compute.py): each GET, POST or DELETE goes to a
-``handle(method, path, body)`` and its answer goes back as a JSON body."""
+"""The local HTTP server of the Compute and Billing fakes (gcp_compute.py, gcp_billing.py): each
+GET, POST or DELETE goes to a ``handle(method, path, body)`` and its answer goes back as a JSON body."""
 
 from __future__ import annotations
 

@@ -18,12 +18,7 @@ def page(items: list[Any], q: dict[str, str]) -> tuple[list[Any], str]:
 
 def zone_list(project: str, kind: str, zone: str, items: list[dict[str, Any]], token: str) -> dict[str, Any]:
     """A zone's ``compute#{kind}List`` page."""
-    out: dict[str, Any] = {"kind": f"compute#{kind}List", "id": f"projects/{project}/zones/"
-                           f"{zone}/{kind}s", "items": items,
-                           "selfLink": f"{SELF}/projects/{project}/zones/{zone}/{kind}s"}
-    if token:
-        out["nextPageToken"] = token
-    return out
+    return _page(f"compute#{kind}List", f"projects/{project}/zones/{zone}/{kind}s", items, token)
 
 
 def aggregated_list(project: str, kind: str, zones: set[str], page_items: list[tuple[str, dict[str, Any]]],
@@ -36,9 +31,12 @@ def aggregated_list(project: str, kind: str, zones: set[str], page_items: list[t
             "code": "NO_RESULTS_ON_PAGE",
             "message": f"There are no results for scope 'zones/{zone}' on this page.",
             "data": [{"key": "scope", "value": f"zones/{zone}"}]}}
-    out: dict[str, Any] = {"kind": f"compute#{kind}AggregatedList", "id": f"projects/{project}"
-                           f"/aggregated/{kind}s", "items": items,
-                           "selfLink": f"{SELF}/projects/{project}/aggregated/{kind}s"}
+    return _page(f"compute#{kind}AggregatedList", f"projects/{project}/aggregated/{kind}s", items, token)
+
+
+def _page(kind: str, path: str, items: Any, token: str) -> dict[str, Any]:
+    """A list page: its kind, id and selfLink (both from ``path``), items, and the next page's token if any."""
+    out: dict[str, Any] = {"kind": kind, "id": path, "items": items, "selfLink": f"{SELF}/{path}"}
     if token:
         out["nextPageToken"] = token
     return out

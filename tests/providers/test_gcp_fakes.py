@@ -48,6 +48,12 @@ def test_error_bodies_have_the_google_json_error_shape(servers) -> None:
     assert err["errors"] == [{"message": err["message"], "domain": "global", "reason": "notFound"}]
 
 
+def test_the_billing_catalog_is_read_only(servers) -> None:
+    _, _, _, billing_url = servers
+    code, body = call(f"{billing_url}/v1/services/6F81-5844-456A/skus", method="POST", body={})
+    assert code == 405 and body["error"]["errors"][0]["reason"] == "methodNotAllowed"
+
+
 def test_insert_returns_a_zone_operation_and_dedupes_its_request_id(servers) -> None:
     _, url, _, _ = servers
     rid = str(uuid.uuid4())
