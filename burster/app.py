@@ -28,7 +28,7 @@ from policies.baselines import (
 )
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
-from policies.cost import CostModel, CostParams
+from policies.cost import CostModel, CostParams, checkpoint_due_s
 from policies.guards import GuardParams
 from policies.rank import start_by
 from policies.reclaim import ReclaimParams
@@ -57,7 +57,7 @@ def guard_params(config: BursterConfig) -> GuardParams:
         total_budget_usd=b.total_usd, team_budget_usd=dict(b.team_usd), soft_fraction=b.soft_fraction,
         max_nodes=g.max_nodes, max_launches_per_minute=g.max_launches_per_minute,
         protected_node_ids=frozenset(g.protected_node_ids), idle_ttl_s=config.policy.idle_ttl_s,
-        boot_s=config.cost.launch_latency_s,
+        boot_s=config.cost.launch_latency_s, stop_grace_s=checkpoint_due_s(config.cost.checkpoint_write_s),
     )
 
 

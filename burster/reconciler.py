@@ -209,6 +209,12 @@ class Reconciler:
                 self.state.tickets[node_id] = ticket
                 if ticket.done or now >= ticket.deadline:
                     self._settled = True
+                    if not ticket.done:
+                        note = (f"checkpoint of job {asked.job_id or '?'} on {node_id} timed out at "
+                                f"{ticket.deadline:%H:%M:%S}: drained without it (its work since its last "
+                                f"checkpoint is lost; raise cost.checkpoint_write_s if writes take longer)")
+                        log.warning("%s", note)
+                        self._notes.append(note)
                     self._drain_and_terminate(node_id, "checkpoint done" if ticket.done else "checkpoint timed out")
                     self.state.tickets.pop(node_id, None)
             except ProviderError as err:

@@ -128,7 +128,7 @@ def _target_holds(job: Demand, snapshot: Snapshot, cost: CostModel, params: Burs
 
 def _checkpoints(p: Placement, current: Offering, target: Offering, cost: CostModel,
                  snapshot: Snapshot) -> list[Action]:
-    deadline = snapshot.now + timedelta(seconds=max(cost.p.checkpoint_write_s, 60.0))
+    deadline = cost.checkpoint_deadline(snapshot.now)
     return [Checkpoint(node_id, p.job.job_id, deadline,
                        reason=(f"cheaper capacity: the nodes launched for job {p.job.job_id} on {target.key} "
                                f"are up: move it off {current.key}"))

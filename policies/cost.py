@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from burster.billing import BILLING, DEFAULT_BILLING, BillingRule, billing_rule
 from burster.model import Demand, JobClass, Market, Offering
@@ -58,6 +58,12 @@ class CostParams:
         default_factory=lambda: {"aws": 120.0, "gcp": 30.0, "azure": 30.0})
 
 
+def checkpoint_due_s(write_s: float) -> float:
+    """Seconds a checkpoint of ``write_s`` expected seconds is given to finish: as long again, at least
+    a minute, of margin (``CostModel.checkpoint_deadline``; the grace of a budget stop)."""
+    return write_s + max(write_s, 60.0)
+
+
 class CostModel:
     """Prices work on offerings and the cost of waiting; pure arithmetic, no I/O."""
 
@@ -73,6 +79,13 @@ class CostModel:
             return 0.0
         rates = self.p.interruption_rates
         return rates.get(offering.key, rates.get(offering.zone, self.p.spot_interruptions_per_hour))
+
+    def checkpoint_deadline(self, now: datetime) -> datetime:
+        """When a checkpoint asked for at ``now`` is given up on (its node drained without it, the work
+        since the job's last checkpoint lost): its expected write (``checkpoint_write_s``) plus as long
+        again, at least a minute, of margin. One rule for every voluntary checkpoint (move back,
+        consolidation, deadline switch, preemption); an interruption's is its notice's end."""
+        return now + timedelta(seconds=checkpoint_due_s(self.p.checkpoint_write_s))
 
     def saves_on_notice(self, offering: Offering) -> bool:
         """Whether an interruption notice leaves time to write a checkpoint (no work is lost)."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from datetime import timedelta
 
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, Snapshot
@@ -149,9 +148,7 @@ def _spot_of(snapshot: Snapshot, p: Placement) -> Offering | None:
 
 
 def _checkpoints(p: Placement, snapshot: Snapshot, cost: CostModel, reason: str) -> list[Action]:
-    """Checkpoints due within the restart time, at most five minutes, but never before one can be written."""
-    due_s = max(cost.p.checkpoint_write_s, min(cost.p.restart_overhead_s, 300.0))
-    deadline = snapshot.now + timedelta(seconds=due_s)
+    deadline = cost.checkpoint_deadline(snapshot.now)
     return [Checkpoint(node_id, p.job.job_id, deadline, reason=reason) for node_id in p.node_ids]
 
 

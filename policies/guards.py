@@ -37,7 +37,7 @@ class GuardParams:
     max_launches_per_minute: int = 60
     protected_node_ids: frozenset[str] = frozenset()
     idle_ttl_s: float = 300.0
-    stop_grace_s: float = 60.0  # how long a budget stop waits for a checkpoint
+    stop_grace_s: float = 120.0  # how long a budget stop waits for a checkpoint (app: cost.checkpoint_due_s)
     boot_s: float = 180.0  # a launch's expected boot and join (``CostParams.launch_latency_s``)
 
 

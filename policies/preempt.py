@@ -73,7 +73,7 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
                 f"hold {node_id} for job {job.job_id}: reserved job {p.job.job_id} ends there in "
                 f"{left_s:.0f}s, before a cloud node could boot; it runs there {instead}")))
             continue
-        deadline = now + timedelta(seconds=2 * cost.p.checkpoint_write_s)
+        deadline = cost.checkpoint_deadline(now)
         actions.append(Preempt(p.job.job_id, p.node_ids, deadline, reason=(
             f"requeue reserved job {p.job.job_id} ({p.job.gpus} GPUs, {left_s / 3600.0:.1f} h left) so that "
             f"job {job.job_id} runs on {node_id} {instead}: saves ${saving:.2f}")))

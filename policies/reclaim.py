@@ -201,7 +201,7 @@ def move_saving_usd(p: Placement, cost: CostModel, now: datetime) -> float:
 
 def move_checkpoints(p: Placement, cost: CostModel, now: datetime, reason: str) -> list[Checkpoint]:
     """The checkpoints that move cloud job ``p`` back to the pool's queue."""
-    deadline = now + timedelta(seconds=max(cost.p.restart_overhead_s, 60.0))
+    deadline = cost.checkpoint_deadline(now)
     return [Checkpoint(node_id, p.job.job_id, deadline, reason=reason) for node_id in p.node_ids]
 
 

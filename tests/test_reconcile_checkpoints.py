@@ -75,5 +75,16 @@ def test_a_checkpoint_past_its_deadline_is_drained_and_terminated() -> None:
     """Found by mutation testing: nothing held a checkpoint that never finishes to its deadline."""
     w, _, node_id = _checkpointing_b()
     w.clock.advance(61)  # past the 60 s deadline; the pool's checkpoint never finishes
-    w.rec.run_once()
+    report = w.rec.run_once()
     assert w.rec.state.nodes[node_id].state is NodeState.TERMINATED and node_id not in w.rec.state.tickets
+    assert [n for n in report.notes if "timed out" in n] == [
+        f"checkpoint of job b on {node_id} timed out at {(w.clock.now() - timedelta(seconds=1)):%H:%M:%S}: drained "
+        "without it (its work since its last checkpoint is lost; raise cost.checkpoint_write_s if writes take longer)"]
+
+
+def test_a_checkpoint_still_within_its_deadline_is_waited_for_without_a_note() -> None:
+    w, _, node_id = _checkpointing_b()
+    w.clock.advance(59)
+    report = w.rec.run_once()
+    assert w.rec.state.nodes[node_id].state is NodeState.CHECKPOINTING and node_id in w.rec.state.tickets
+    assert not [n for n in report.notes if "timed out" in n]

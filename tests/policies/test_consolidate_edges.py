@@ -111,15 +111,15 @@ def test_a_deadline_job_moves_while_its_slack_keeps_the_margin_after_the_pause_t
     assert launched(consolidate(with_slack(1259), CALM, PARAMS)) == []
 
 
-def test_a_move_checkpoints_within_the_write_time_at_least_a_minute() -> None:
+def test_a_move_checkpoints_within_its_write_and_as_long_again_at_least_a_minute() -> None:
     slow_write = CostModel(replace(CALM.p, checkpoint_write_s=120.0))
     p, n = running_on(PRICEY)
     up = Node("new", CHEAP, NodeState.READY, NOW - timedelta(minutes=3), "rq9", for_job="cj", idle_since=NOW)
     snap = Snapshot(NOW, (), (p,), (), (n, up), (PRICEY, CHEAP))
     (cp,) = consolidate(snap, slow_write, PARAMS)
-    assert isinstance(cp, Checkpoint) and cp.deadline == NOW + timedelta(seconds=120)
+    assert isinstance(cp, Checkpoint) and cp.deadline == NOW + timedelta(seconds=240)
     (cp,) = consolidate(snap, CALM, PARAMS)
-    assert isinstance(cp, Checkpoint) and cp.deadline == NOW + timedelta(seconds=60)
+    assert isinstance(cp, Checkpoint) and cp.deadline == NOW + timedelta(seconds=120)
 
 
 def test_a_flaky_pools_pauses_are_valued_at_the_jobs_priority_as_the_moves_own_pause_is() -> None:

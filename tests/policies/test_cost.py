@@ -157,3 +157,10 @@ def test_the_rework_memo_keeps_gang_sizes_apart() -> None:
     cost = CostModel(CostParams(spot_interruptions_per_hour=0.2, restart_overhead_s=300))
     one = cost.rework_fraction(SPOT, 1800)
     assert cost.rework_fraction(SPOT, 1800, nodes=4) == 4 * one
+
+
+@pytest.mark.parametrize(("write_s", "due_s"), [(60.0, 120.0), (600.0, 1200.0), (20.0, 80.0), (0.0, 60.0)])
+def test_a_checkpoint_is_due_after_its_write_and_as_long_again_at_least_a_minute(write_s: float, due_s: float) -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    cost = CostModel(CostParams(checkpoint_write_s=write_s, restart_overhead_s=300.0))
+    assert cost.checkpoint_deadline(now) == now + timedelta(seconds=due_s)

@@ -16,7 +16,7 @@ import pytest
 
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Requeue, Snapshot
-from burster.plan import Checkpoint
+from burster.plan import Checkpoint, Hold
 from policies.cost import CostModel, CostParams
 from policies.queue import ReservedQueue
 from policies.reclaim import move_back
@@ -202,3 +202,15 @@ def test_moves_within_the_free_gpus_come_off_the_spare_a_later_backfill_counts_o
         running.append(Placement(job, (f"n-{job_id}",), SUBMITTED, True, Market.ON_DEMAND, price))
         nodes.append(Node(f"n-{job_id}", OD, NodeState.READY, SUBMITTED, f"rq-{job_id}", job_id=job_id))
     assert moved(Snapshot(NOW, (ahead,), tuple(running), pool, tuple(nodes), (OD,))) == ["c5", "c4"]
+
+
+def test_a_move_backs_checkpoint_leaves_a_long_write_its_time_and_the_hold_lasts_past_it() -> None:
+    """With 10-minute writes the move's checkpoint is due in 20 minutes (it was due after the 300 s
+    restart overhead, and timed out), and the free GPU is held until then plus a boot."""
+    slow = CostModel(replace(COST.p, checkpoint_write_s=600.0))
+    snap = snapshot()
+    actions = move_back(snap, slow, ReservedQueue(snap.now, snap.pool_nodes, snap.running), Requeue.SUBMISSION)
+    (cp,) = [a for a in actions if isinstance(a, Checkpoint)]
+    assert cp.job_id == "cj" and cp.deadline == NOW + timedelta(seconds=1200)
+    (hold,) = [a for a in actions if isinstance(a, Hold)]
+    assert hold.node_id == "onprem-0" and hold.until == NOW + timedelta(seconds=1200 + slow.p.launch_latency_s)

@@ -89,7 +89,8 @@ def test_a_gang_a_budget_stop_cuts_short_does_not_run_on_half_its_nodes(starts: 
     world = SimWorld(clock=clock, jobs=jobs, offerings=[X8], providers=["aws"], pool_nodes=2, gpus_per_node=8,
                      gpu_model="V100", runtimes={"gang": 1800.0})
     budget = 2 * X8.price_per_hour_usd * 215.0 / 3600.0  # the launch's 30 s + 180 s of boot, and a little
-    policy = BursterPolicy(CostModel(), BursterParams(guards=GuardParams(total_budget_usd=budget, soft_fraction=1.0)))
+    guards = GuardParams(total_budget_usd=budget, soft_fraction=1.0, stop_grace_s=60.0)  # 60 s writes, no margin
+    policy = BursterPolicy(CostModel(), BursterParams(guards=guards))
     rec, decisions = run_recorded(world, policy, clock, T0 + timedelta(hours=4))
     assert [(job, nodes) for job, nodes, _ in starts if job == "gang"] == [("gang", ())]  # on-prem only
     launches = [d for d in decisions if " launch: job gang " in d]
