@@ -91,6 +91,15 @@ class CostModel:
         """Whether an interruption notice leaves time to write a checkpoint (no work is lost)."""
         return self.p.interruption_notice_s.get(offering.provider, 0.0) >= self.p.checkpoint_write_s
 
+    def notice_loss_s(self, offering: Offering, checkpoint_interval_s: float) -> float:
+        """Run time one interruption on ``offering`` takes from a job checkpointing every
+        ``checkpoint_interval_s``, before its restart: the checkpoint written on notice where the notice
+        leaves time for it (the job saves the work done at the notice, then writes), else half an
+        interval of unsaved work."""
+        if self.saves_on_notice(offering):
+            return self.p.checkpoint_write_s
+        return checkpoint_interval_s / 2
+
     def rework_fraction(self, offering: Offering, checkpoint_interval_s: float, nodes: int = 1) -> float:
         """Expected extra run time per unit of useful run time, from interruptions.
 
@@ -100,9 +109,7 @@ class CostModel:
         key = (offering.key, checkpoint_interval_s, nodes)
         fraction = self._rework.get(key)
         if fraction is None:
-            lost_s = self.p.restart_overhead_s
-            if not self.saves_on_notice(offering):
-                lost_s += checkpoint_interval_s / 2
+            lost_s = self.p.restart_overhead_s + self.notice_loss_s(offering, checkpoint_interval_s)
             fraction = self._rework[key] = nodes * self.interruption_rate(offering) * lost_s / 3600.0
         return fraction
 
@@ -151,9 +158,10 @@ class CostModel:
         """Expected deadline-miss $ of running ``job`` (its remaining run, or ``work_s`` seconds of it) on
         spot ``offering`` from now, ``slack_s`` ahead.
 
-        An interruption costs a changeover (restart + relaunch) plus, unless the notice leaves time
-        for a checkpoint, the work since the job's last periodic checkpoint; it causes a miss when
-        that exceeds the slack. Over the run, the job is exposed wherever its loss would be above
+        An interruption costs a changeover (restart + relaunch) plus the checkpoint written on notice,
+        or where the notice is too short for one the work since the job's last periodic checkpoint;
+        it causes a miss when that exceeds the slack. Over the run, the job is exposed wherever its
+        loss would be above
         the slack; P(miss) = 1 - exp(-gang rate x exposed hours) (first interruption only). 0 for
         on-demand or jobs without a hard/soft deadline.
         """
@@ -162,7 +170,7 @@ class CostModel:
         room = slack_s - self.p.restart_overhead_s - self.p.launch_latency_s
         work = job.remaining_s if work_s is None else work_s
         if self.saves_on_notice(offering):
-            exposed = work if room < 0 else 0.0
+            exposed = work if room < self.p.checkpoint_write_s else 0.0
         else:
             exposed = exposed_s(work, job.checkpoint_interval_s, room)
         rate = self.nodes_for(job, offering) * self.interruption_rate(offering)

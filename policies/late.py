@@ -44,9 +44,9 @@ def share_within(ratios: Sequence[float], low: float, high: float) -> float:
 
 def interruption_loss_s(job: Demand, offering: Offering, cost: CostModel) -> float:
     """What one interruption of ``job`` on spot ``offering`` costs it in time: a restart and a relaunch,
-    plus half a checkpoint interval of work unless the notice leaves time to save it."""
-    lost = 0.0 if cost.saves_on_notice(offering) else job.checkpoint_interval_s / 2
-    return cost.p.restart_overhead_s + cost.p.launch_latency_s + lost
+    plus the checkpoint written on notice, or half a checkpoint interval of work where the notice
+    is too short to write one (``CostModel.notice_loss_s``)."""
+    return cost.p.restart_overhead_s + cost.p.launch_latency_s + cost.notice_loss_s(offering, job.checkpoint_interval_s)
 
 
 def late_spot_risk_usd(job: Demand, offering: Offering, allowed: float, ratios: Sequence[float],

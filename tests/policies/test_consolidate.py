@@ -173,7 +173,7 @@ def test_an_empty_plan_wakes_when_a_spot_pool_comes_within_a_deadline_jobs_rewor
     The empty plan's quiet_until names that instant (the simulator skipped the move by hours)."""
     spot = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
     od = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
-    cost = CostModel(CostParams(interruption_rates={spot.key: 2.0}))  # rework 2 x 300 s / 3600 s = 1/6
+    cost = CostModel(CostParams(interruption_rates={spot.key: 5 / 3}))  # rework 5/3 x (300 + 60) s / 3600 s = 1/6
     left_s = 3 * 3600.0
     job = Demand("dl", 1, NOW - timedelta(minutes=10), left_s, gpu_model="V100", job_class=JobClass.STRICT,
                  deadline=NOW + timedelta(seconds=left_s + 2760))  # room 1,200 s: qualifies at 7,200 s left
@@ -199,7 +199,7 @@ def test_the_wake_is_when_the_least_risky_spot_pool_above_the_limit_qualifies() 
     def spot(zone: str, model: str = "V100") -> Offering:
         return Offering("aws", "us-west-2", zone, "p3.2xlarge", model, 1, Market.SPOT, 0.9)
     within, sixth, quarter, other = spot("usw2-az1"), spot("usw2-az2"), spot("usw2-az3"), spot("usw2-az4", "A100")
-    rates = {within.key: 0.5, sixth.key: 2.0, quarter.key: 3.0, other.key: 1.5}  # x 300 s: 1/24, 1/6, 1/4, 1/8
+    rates = {within.key: 5 / 12, sixth.key: 5 / 3, quarter.key: 2.5, other.key: 1.25}  # x 360 s: 1/24, 1/6, 1/4, 1/8
     cost = CostModel(CostParams(interruption_rates=rates))
     left_s = 3 * 3600.0
     job = Demand("dl", 1, NOW, left_s, gpu_model="V100", job_class=JobClass.STRICT,

@@ -34,9 +34,10 @@ def alone(current: Offering, target: Offering) -> Snapshot:
 
 
 def test_staying_on_a_flaky_pool_is_priced_with_its_rework() -> None:
-    """$0.50/h AWS spot at 2 interruptions/h (a 300 s restart each: rework 1/6): 10 h there cost
-    $0.50 x 10 x 7/6 = $5.83; calm Azure at $0.55/h costs $0.55 x (36,000 + 300 restart + 180 boot
-    - 30 Azure rounding) s = $5.57, plus the $0.01 checkpoint write: the move saves $0.26."""
+    """$0.50/h AWS spot at 2 interruptions/h (a 60 s write on notice and a 300 s restart each: rework
+    1/5): 10 h there cost $0.50 x 10 x 6/5 = $6.00; calm Azure at $0.55/h costs $0.55 x (36,000 + 300
+    restart + 180 boot - 30 Azure rounding) s = $5.57, plus the $0.01 checkpoint write: the move saves
+    $0.42 (without the rework, staying is $5.00)."""
     flaky_pool = replace(PRICEY, price_per_hour_usd=0.5)
     cost = CostModel(replace(CALM.p, interruption_rates={flaky_pool.key: 2.0}))
     calm_target = replace(CHEAP, price_per_hour_usd=0.55)
@@ -66,7 +67,7 @@ def spot(zone: str) -> Offering:
 
 
 AT_LIMIT, QUARTER = spot("usw2-az1"), spot("usw2-az2")
-RATES = CostModel(CostParams(interruption_rates={AT_LIMIT.key: 1.5, QUARTER.key: 3.0}))  # x 300 s / 3600 s: 1/8, 1/4
+RATES = CostModel(CostParams(interruption_rates={AT_LIMIT.key: 1.25, QUARTER.key: 2.5}))  # x 360 s / 3600 s: 1/8, 1/4
 
 
 def deadline_job(room_s: float, left_s: float = 3 * 3600.0) -> Demand:
@@ -91,9 +92,10 @@ def test_no_wake_for_a_job_with_no_room_for_spot_rework() -> None:
 
 
 def test_a_move_that_pays_through_the_current_pools_interruption_pauses_is_not_cut_by_the_bound() -> None:
-    """$1.00/h AWS spot at 2 interruptions/h runs at $1.167 per useful hour; calm Azure at $1.16/h is
-    barely cheaper per hour, but staying also waits out 20 boots over the 10 h (20 x 180 s x $2.50/GPU-h
-    = $2.50): staying $14.17 against moving $11.75 + the $0.02 write + $0.25 for the 360 s pause."""
+    """$1.00/h AWS spot at 2 interruptions/h (each a 60 s write on notice and a 300 s restart) runs at
+    $1.20 per useful hour; calm Azure at $1.16/h is barely cheaper per hour, but staying also waits out
+    20 boots over the 10 h (20 x 180 s x $2.50/GPU-h = $2.50): staying $14.50 against moving $11.75 +
+    the $0.02 write + $0.25 for the 360 s pause."""
     flaky_pool = replace(PRICEY, price_per_hour_usd=1.0)
     cost = CostModel(CostParams(spot_interruptions_per_hour=0.0, interruption_rates={flaky_pool.key: 2.0}))
     target = replace(CHEAP, price_per_hour_usd=1.16)
@@ -124,9 +126,9 @@ def test_a_move_checkpoints_within_its_write_and_as_long_again_at_least_a_minute
 
 def test_a_flaky_pools_pauses_are_valued_at_the_jobs_priority_as_the_moves_own_pause_is() -> None:
     """A priority-1 job (waits valued x2), 2 h left on $1.00/h AWS spot at 2 interruptions/h: staying
-    costs $1.00 x 2 h x 7/6 = $2.33 plus 4 boots' waits (4 x 180 s x $2.50/GPU-h x 2 = $1.00): $3.33.
+    costs $1.00 x 2 h x 6/5 = $2.40 plus 4 boots' waits (4 x 180 s x $2.50/GPU-h x 2 = $1.00): $3.40.
     Moving to calm Azure at $1.16/h: $1.16 x (7,200 + 300 + 180 - 30) s = $2.47, the $0.02 write
-    and the 360 s pause x $2.50 x 2 = $0.50: $2.98. It moves."""
+    and the 360 s pause x $2.50 x 2 = $0.50: $2.98. It moves (with the boots valued x1, $2.90: it stays)."""
     flaky_pool = replace(PRICEY, price_per_hour_usd=1.0)
     cost = CostModel(CostParams(spot_interruptions_per_hour=0.0, interruption_rates={flaky_pool.key: 2.0}))
     target = replace(CHEAP, price_per_hour_usd=1.16)

@@ -108,11 +108,12 @@ def test_deadline_risk_is_miss_cost_times_chance_of_an_interruption_while_expose
     assert cost.deadline_risk_usd(replace(job, deadline=None), spot, 1_000) == 0.0
 
 
-def test_a_notice_long_enough_for_the_checkpoint_handshake_loses_only_the_restart() -> None:
+def test_a_notice_long_enough_for_the_checkpoint_handshake_loses_only_the_write_and_the_restart() -> None:
     aws_spot = Offering("aws", "us-west-2", "usw2-az1", "p3.16xlarge", "V100", 8, Market.SPOT, 8.0)
     cost = CostModel(CostParams(spot_interruptions_per_hour=0.2, restart_overhead_s=300))
     assert cost.saves_on_notice(aws_spot) and not cost.saves_on_notice(SPOT)  # 120 s vs 30 s >= 60 s write
-    assert cost.rework_fraction(aws_spot, 1800) == pytest.approx(0.2 * 300 / 3600)
+    assert cost.notice_loss_s(aws_spot, 1800) == 60 and cost.notice_loss_s(SPOT, 1800) == 900
+    assert cost.rework_fraction(aws_spot, 1800) == pytest.approx(0.2 * (300 + 60) / 3600)
     slow = CostModel(CostParams(spot_interruptions_per_hour=0.2, restart_overhead_s=300, checkpoint_write_s=150))
     assert cost.rework_fraction(SPOT, 1800) == slow.rework_fraction(aws_spot, 1800) == pytest.approx(0.2 / 3)
     # deadline risk: no exposure while the slack covers a changeover, the whole run once it does not
@@ -120,6 +121,9 @@ def test_a_notice_long_enough_for_the_checkpoint_handshake_loses_only_the_restar
                  deadline=NOW + timedelta(seconds=5_000))
     assert cost.deadline_risk_usd(job, aws_spot, 1_000) == 0.0
     assert cost.deadline_risk_usd(job, aws_spot, 400) == pytest.approx(500 * (1 - math.exp(-0.2)))
+    # 300 s restart + 180 s boot + the 60 s write on notice: 540 s of slack is just enough, 530 s is not
+    assert cost.deadline_risk_usd(job, aws_spot, 540) == 0.0
+    assert cost.deadline_risk_usd(job, aws_spot, 530) == pytest.approx(500 * (1 - math.exp(-0.2)))
 
 
 def test_a_forecast_bill_prices_the_rounding_at_its_mean() -> None:
