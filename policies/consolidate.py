@@ -12,7 +12,10 @@ The move is made when the expected cost of staying (remaining run plus rework on
 the wait value of the relaunch pauses its interruptions cause) exceeds the expected cost of moving
 (the new nodes' boot and the restart billed, the old nodes' checkpoint write, the wait value of
 the pause, the new pool's rework and interruption pauses). A deadline job moves only
-if its slack keeps the deadline margin after the changeover.
+if its slack keeps the deadline margin after the changeover; with ``price_late``, a move to or
+from spot also weighs the miss $ the spread of runtime estimates puts on a spot run (a job
+switched to on-demand because its spot run risked its deadline was moved straight back to another
+spot pool for cents, and missed when it ran longer than its estimate).
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ import math
 from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, Offering, Placement, Snapshot
+from burster.model import Demand, JobClass, Market, Offering, Placement, Snapshot
 from burster.plan import Action, Checkpoint, Launch, request_id
 from policies.burst import BurstParams, choose
 from policies.cost import CostModel
 from policies.deadline import holds_gang, launched_for_running
 from policies.guards import NodeRoom
+from policies.late import late_spot_risk_usd
 from policies.offers import OfferBook, offer_book
 from policies.slack import slack_s, spot_rework_limit
 
@@ -88,6 +92,9 @@ def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params:
     if target is None or target.key == current.key:
         return None
     saved = _stay_usd(job, current, cost) - _move_usd(job, p, target, cost, snapshot)
+    if params.price_late and saved > 0:
+        saved += _spread_risk_usd(job, current, 0.0, cost, snapshot) \
+            - _spread_risk_usd(job, target, _pause_s(cost), cost, snapshot)
     if saved <= 0:
         return None
     count = cost.nodes_for(job, target)
@@ -182,6 +189,18 @@ def _move_usd(job: Demand, p: Placement, target: Offering, cost: CostModel, snap
     write_usd = p.price_per_hour_usd * cost.p.checkpoint_write_s / 3600.0
     return (cost.job_cost_usd(restart, target) + write_usd + cost.wait_cost_usd(job, _pause_s(cost), snapshot.now)
             + _interruption_pauses_usd(job, target, cost))
+
+
+def _spread_risk_usd(job: Demand, offering: Offering, pause_s: float, cost: CostModel, snapshot: Snapshot) -> float:
+    """Miss $ a deadline job's rest of run on spot ``offering`` (after a pause of ``pause_s``) risks
+    from the spread of runtime estimates: P(an interruption) x the share of the finished jobs'
+    runtime ratios within one interruption's loss below the ratio its deadline allows
+    (``late_spot_risk_usd``). 0 on other markets, without a deadline, or with exact estimates and
+    the slack consolidation requires."""
+    if offering.market is not Market.SPOT or job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
+        return 0.0
+    allowed = ((job.deadline - snapshot.now).total_seconds() - pause_s + job.done_s) / job.est_runtime_s
+    return late_spot_risk_usd(job, offering, allowed, snapshot.runtime_ratios, cost)
 
 
 def _pause_s(cost: CostModel) -> float:
