@@ -214,3 +214,13 @@ def test_a_move_backs_checkpoint_leaves_a_long_write_its_time_and_the_hold_lasts
     assert cp.job_id == "cj" and cp.deadline == NOW + timedelta(seconds=1200)
     (hold,) = [a for a in actions if isinstance(a, Hold)]
     assert hold.node_id == "onprem-0" and hold.until == NOW + timedelta(seconds=1200 + slow.p.launch_latency_s)
+
+
+def test_a_late_job_due_sooner_than_the_pause_stays_until_its_deadline_passes() -> None:
+    """Late by its estimate (5 h left) and due within the 360 s pause (60 s write + 300 s restart):
+    the move would make it miss for certain, where staying meets its deadline if it ends sooner than
+    believed (SLO day 2, sigma 0.5: a job moved back 340 s before its deadline missed by 20 s).
+    Due in 361 s, or past due, it moves."""
+    left = snapshot().running[1].remaining_s(NOW)
+    for due_in, expected in ((300.0, []), (360.0, []), (361.0, ["cj"]), (0.0, ["cj"]), (-1.0, ["cj"])):
+        assert moved(with_deadline(snapshot(), JobClass.STRICT, due_in - left)) == expected, due_in
