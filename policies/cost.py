@@ -58,6 +58,12 @@ class CostParams:
         default_factory=lambda: {"aws": 120.0, "gcp": 30.0, "azure": 30.0})
 
 
+# the most a forecast bill can fall below its run (``BillingRule.expected_billed_s``: half an increment
+# where a cloud rounds down)
+MAX_ROUND_DOWN_S = max((r.increment_s / 2 for r in (*BILLING.values(), DEFAULT_BILLING) if not r.round_up),
+                       default=0.0)
+
+
 def checkpoint_due_s(write_s: float) -> float:
     """Seconds a checkpoint of ``write_s`` expected seconds is given to finish: as long again, at least
     a minute, of margin (``CostModel.checkpoint_deadline``; the grace of a budget stop)."""
@@ -153,6 +159,12 @@ class CostModel:
         run_s += self.p.launch_latency_s  # nodes bill while they boot and join
         hours = self.billed_hours(offering.provider, run_s)
         return nodes * offering.price_per_hour_usd * hours
+
+    def job_cost_floor_usd(self, job: Demand, offering: Offering) -> float:
+        """A lower bound of ``job_cost_usd`` that orders offerings as ``run_rate_usd_per_hour`` does: the
+        remaining work at its rate, less the most any bill rounds down (``MAX_ROUND_DOWN_S``). The boot
+        and each cloud's billing make the job costs of two offerings order otherwise than their rates."""
+        return self.run_rate_usd_per_hour(job, offering) * max(job.remaining_s - MAX_ROUND_DOWN_S, 0.0) / 3600.0
 
     def deadline_risk_usd(self, job: Demand, offering: Offering, slack_s: float, work_s: float | None = None) -> float:
         """Expected deadline-miss $ of running ``job`` (its remaining run, or ``work_s`` seconds of it) on

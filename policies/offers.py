@@ -90,9 +90,11 @@ class OfferBook:
             nodes = self.cost.nodes_for(job, o)
             if self.cost.rework_fraction(o, job.checkpoint_interval_s, nodes) > max_rework:
                 continue
+            if self.cost.job_cost_floor_usd(job, o) >= best_usd:
+                break  # ranked by rate, so by this floor: no later offering costs less, before its risk
             usd = self.cost.job_cost_usd(job, o)
             if usd >= best_usd:
-                break  # ranked by rate: later offerings cost at least as much, before their risk
+                continue  # (its boot or its cloud's billing may cost more than a later one's)
             usd += self.cost.deadline_risk_usd(job, o, slack_s) if risk is None else risk(o)
             if usd < best_usd:
                 best, best_usd = o, usd
