@@ -58,9 +58,10 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     replaced: set[str] = set()
     actions: list[Action] = []
     for launch_usd, launch, job in sorted(urgent, key=lambda u: (-u[0], u[2].job_id)):
-        if slack_s(job, now, cost) + cost.p.launch_latency_s < cost.p.checkpoint_write_s:
-            continue  # it could not wait for the checkpoint
-        choice = reserved.choose(job, launch_usd, cost.run_rate_usd_per_hour(job, launch.offering) / job.gpus)
+        # a job that could not wait for a checkpoint may still wait for a reserved job's end
+        can_preempt = slack_s(job, now, cost) + cost.p.launch_latency_s >= cost.p.checkpoint_write_s
+        choice = reserved.choose(job, launch_usd, cost.run_rate_usd_per_hour(job, launch.offering) / job.gpus,
+                                 preempt=can_preempt)
         if choice is None:
             continue
         saving, wait, p, node_id = choice
@@ -154,11 +155,12 @@ class _Reserved:
         self._priced: dict[_FitKey, list[_Priced]] = {}
         self._least_rates: dict[_FitKey, float] = {}
 
-    def choose(self, job: Demand, launch_usd: float, rate: float) -> tuple[float, bool, Placement, str] | None:
+    def choose(self, job: Demand, launch_usd: float, rate: float,
+               preempt: bool = True) -> tuple[float, bool, Placement, str] | None:
         """(saving, wait?, reserved job, node) for an urgent job whose launch costs ``launch_usd`` at
         ``rate`` $ per GPU-hour: the job ending soonest before a cloud node could boot (in time for
-        the deadline), else the one cheapest to send away, if that saves money; ties go to the sooner
-        end, then the earlier in the snapshot. The node is taken."""
+        the deadline), else (with ``preempt``) the one cheapest to send away, if that saves money;
+        ties go to the sooner end, then the earlier in the snapshot. The node is taken."""
         cost = self.away.cost
         keys = [k for k in self.by_fit if (not job.gpu_model or job.gpu_model == k[0]) and k[1] < job.gpus <= k[2]]
         wait_limit_s = min(cost.p.launch_latency_s, slack_s(job, self.away.now, cost) + cost.p.launch_latency_s)
@@ -171,6 +173,8 @@ class _Reserved:
         if wait is not None:
             self.taken.add(wait.node.node_id)
             return launch_usd, True, wait.placement, wait.node.node_id
+        if not preempt:
+            return None
         floors = sorted(self._floors(keys, job, launch_usd, rate))
         best: tuple[float, float, int, _Candidate] | None = None
         for floor, _, c in floors:

@@ -251,3 +251,16 @@ def test_a_job_bound_for_the_urgent_jobs_own_rate_is_not_swapped_even_where_its_
     k = reserved("k", 600.0, deadline=NOW + timedelta(seconds=600 + 540 + 180 + 1300), job_class=JobClass.STRICT)
     kept, actions = swap(snap((k,), (job,)), job)
     assert actions == [] and len(kept) == 1
+
+
+def test_a_job_too_tight_for_a_checkpoint_still_waits_for_a_reserved_job_about_to_end() -> None:
+    """It must start within 30 s (slack -150 s): no reserved job can be checkpointed for it in time,
+    but one ending in 10 s frees its node first (the skip used to come before the wait was looked
+    for, and the job burst with a boot it could not afford). One ending in 100 s is neither waited
+    for nor sent away. Found by helper-44's mutation audit."""
+    job = Demand("u", 1, NOW, 3600.0, gpu_model="V100", deadline=NOW + timedelta(seconds=3630),
+                 job_class=JobClass.STRICT)
+    kept, actions = swap(snap((reserved("k", 10.0),), (job,)), job)
+    assert summary(actions) == [("hold", "u", "n0")] and kept == []
+    kept, actions = swap(snap((reserved("k", 100.0),), (job,)), job)
+    assert actions == [] and [a.job_id for a in kept] == ["u"]
