@@ -12,8 +12,8 @@ The move is made when the expected cost of staying (remaining run plus rework on
 the wait value of the relaunch pauses its interruptions cause) exceeds the expected cost of moving
 (the new nodes' boot and the restart billed, the old nodes' checkpoint write, the wait value of
 the pause, the new pool's rework and interruption pauses). A deadline job moves only
-if its slack keeps the deadline margin after the changeover; with ``price_late``, a move to or
-from spot also weighs the miss $ the spread of runtime estimates puts on a spot run (a job
+if its slack keeps the deadline margin after the changeover; with ``price_late``, a move onto or
+off spot also weighs the miss $ the spread of runtime estimates puts on a spot run (a job
 switched to on-demand because its spot run risked its deadline was moved straight back to another
 spot pool for cents, and missed when it ran longer than its estimate).
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -23,11 +24,11 @@ def test_policies_import_only_contracts_and_stdlib() -> None:
     contract = {"burster.model", "burster.plan", "burster.lifecycle", "burster.errors", "burster.billing",
                 "burster.interfaces"}
     for path in (ROOT / "policies").glob("*.py"):
-        for line in path.read_text().splitlines():
-            words = line.split()
-            if not words or words[0] not in ("import", "from"):
-                continue
-            module = words[1]
+        tree = ast.parse(path.read_text())  # (import statements only: a docstring line may start with "from")
+        modules = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        modules += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level]
+        assert all(not (isinstance(n, ast.ImportFrom) and n.level) for n in ast.walk(tree)), f"{path.name}: relative"
+        for module in modules:
             root = module.split(".")[0]
             if root == "burster":
                 assert module in contract, f"{path.name} imports {module}"

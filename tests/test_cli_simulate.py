@@ -88,9 +88,11 @@ def test_wrong_runtime_estimates_run_and_a_bad_sigma_names_its_range(capsys: pyt
 def test_estimates_that_run_long_are_learned_and_a_bad_bias_names_its_range(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Estimates twice the runtimes (one day of the demo at 6 nodes): trusting them, deadline jobs look
-    out of reach and, without ``price_late``, run on on-demand (about $1,470 against $342 exact); the
-    policy corrects them by what finished jobs show (about $342 too: the first hours, before 20 jobs
-    have finished, are not corrected, and there ``price_late`` prices the late-looking jobs' spot)."""
+    out of reach and, without ``price_late``, run on on-demand ($1,371 against $321 exact); the
+    policy corrects them by what finished jobs show ($343: within 10 % of exact, not equal, as the
+    first hours, before 20 jobs have finished, are not corrected, and there ``price_late`` prices the
+    late-looking jobs' spot; the gap was 4.9 % before an interruption's write on notice was priced,
+    46e3fe0, and is 7.0 % since)."""
     argv = ["simulate", "--demo", "--days", "1", "--pool-nodes", "6", "--json"]
     assert main(argv) == 0
     exact = json.loads(capsys.readouterr().out)
@@ -105,7 +107,7 @@ def test_estimates_that_run_long_are_learned_and_a_bad_bias_names_its_range(
     # what the policy multiplies estimates by, as learned at the end; none where it trusts them
     assert (exact["estimate_correction"], learned["estimate_correction"], trusting["estimate_correction"]) \
         == (1.0, 0.5, None)
-    assert abs(learned["cloud_usd"] - exact["cloud_usd"]) < 0.05 * exact["cloud_usd"]
+    assert abs(learned["cloud_usd"] - exact["cloud_usd"]) < 0.10 * exact["cloud_usd"]
     assert learned["cloud_usd"] < 0.5 * trusting["cloud_usd"]
     assert main(["simulate", "--demo", "--days", "0.1", "--estimate-bias", "50"]) == 2
     assert "estimate bias must be a factor in [0.05, 20]" in capsys.readouterr().err

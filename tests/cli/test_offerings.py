@@ -18,9 +18,9 @@ KEYS = {"provider", "region", "zone", "instance_type", "gpu_model", "gpus_per_no
         "price_per_hour_usd", "price_per_gpu_hour_usd", "effective_usd_per_gpu_hour"}
 BUNDLED = ["--prices", str(BUNDLED_DIR)]
 # default [cost]: 0.05 interruptions/h x (1800 s checkpoint / 2 + 300 s restart) / 3600 s; on AWS the
-# two-minute notice covers the 60 s checkpoint write, so only the restart is lost
+# two-minute notice covers the 60 s checkpoint write, so only the write and the restart are lost
 SPOT_REWORK = 1 + 0.05 * (900 + 300) / 3600
-AWS_SPOT_REWORK = 1 + 0.05 * 300 / 3600
+AWS_SPOT_REWORK = 1 + 0.05 * (60 + 300) / 3600
 
 
 def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, Any]]:
