@@ -173,9 +173,8 @@ class CostModel:
         An interruption costs a changeover (restart + relaunch) plus the checkpoint written on notice,
         or where the notice is too short for one the work since the job's last periodic checkpoint;
         it causes a miss when that exceeds the slack. Over the run, the job is exposed wherever its
-        loss would be above
-        the slack; P(miss) = 1 - exp(-gang rate x exposed hours) (first interruption only). 0 for
-        on-demand or jobs without a hard/soft deadline.
+        loss would be above the slack; P(miss) = 1 - exp(-gang rate x exposed hours) (first
+        interruption only). 0 for on-demand or jobs without a hard/soft deadline.
         """
         if job.deadline is None or job.job_class is JobClass.BEST_EFFORT or offering.market is not Market.SPOT:
             return 0.0
