@@ -241,8 +241,8 @@ def _believe_requeued(snapshot: Snapshot) -> Snapshot:
     for job in snapshot.pending:
         need, est = max(job.done_s, job.reached_s), job.est_runtime_s
         if need > est:
-            step = overrun_factor(ordered, need / est, beyond=True)
-            while est * step <= need:  # float rounding at a step's edge: the next step
+            step = overrun_factor(ordered, need / est)  # at or past the ratio, which may round up to a step
+            while est * step <= need:  # a step the work reached: the next one
                 step = overrun_factor(ordered, step, beyond=True)
             job = job.with_estimate(est * step)
         pending.append(job)

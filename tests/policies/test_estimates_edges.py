@@ -151,3 +151,15 @@ def test_exactly_ten_jobs_past_a_step_are_enough_to_learn_the_next() -> None:
     """OVERRUN_SEEN = 10: ten jobs that ran 2x give the step 2x; nine are too few (1.5x)."""
     assert overrun_factor(sorted((2.0,) * 10), 1.2) == 2.0
     assert overrun_factor(sorted((2.0,) * 9), 1.2) == 1.5
+
+
+def test_a_requeued_job_just_short_of_a_step_is_believed_to_need_that_step() -> None:
+    """825.6 s estimated, 1857.6 s reached: one float short of 825.6 x 2.25, but 1857.6 / 825.6 rounds
+    to exactly 2.25, and the step strictly past it (3.375) used to be believed; 2.25 is the first step
+    whose run passes the work reached. Likewise 1734.4875 s of 1156.325 s: 1.5, not 2.25."""
+    for est, reached, step in ((825.6, 1857.6, 2.25), (1156.325, 1734.4875, 1.5)):
+        assert est * step > reached
+        job = Demand("x", 1, NOW, est, gpu_model="V100", reached_s=reached, attempt=1)
+        snap = Snapshot(NOW, (job,), (), (), (), ())
+        (believed,) = believe_overruns(snap)[0].pending
+        assert believed.est_runtime_s == est * step
