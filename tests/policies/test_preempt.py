@@ -15,6 +15,7 @@ from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
 from policies.estimates import believe_overruns
 from policies.guards import GuardParams
+from policies.slack import slack_s
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 OD = Offering("aws", "us-east-1", "use1-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
@@ -125,9 +126,12 @@ def test_a_held_node_whose_job_is_overdue_is_not_waited_for() -> None:
 def test_preempts_and_waits_keep_their_invariants(reserved: list[tuple[int, float, bool]], gpus: int,
                                                   slack_min: float, run_min: float) -> None:
     """Random reserved jobs (GPUs, minutes left, with a deadline?) on one node and a random urgent job:
-    whatever the rule does, it preempts only a running single-node job that runs on past a boot (one
-    past its estimate by the step of it the policy believes it needs), the node then has room for the
-    urgent job, and that job gets the node held instead of a launch."""
+    whatever the rule does, it preempts only a running single-node job that runs on past the wait the
+    urgent job can afford (a boot, or its slack and a boot if less; one past its estimate by the step
+    of it the policy believes it needs), the node then has room for the urgent job, and that job gets
+    the node held instead of a launch. (Datetimes keep microseconds: a deadline built from a float
+    number of minutes can leave the urgent job a slack of -0.4 us, and a job ending exactly a boot
+    away is then preempted, not waited for: found by a random example.)"""
     running = []
     for i, (g, left, tight) in enumerate(reserved):
         kw = {"deadline": NOW + timedelta(minutes=left + 20), "job_class": JobClass.STRICT} if tight else {}
@@ -147,7 +151,8 @@ def test_preempts_and_waits_keep_their_invariants(reserved: list[tuple[int, floa
     assert len(preempts) <= 1 and len(holds) <= 1
     for a in preempts:
         p = by_id[a.job_id]
-        assert p.remaining_s(NOW) > COST.p.launch_latency_s and a.node_ids == ("onprem-0",)
+        can_wait_s = min(COST.p.launch_latency_s, slack_s(job, NOW, COST) + COST.p.launch_latency_s)
+        assert p.remaining_s(NOW) > can_wait_s and a.node_ids == ("onprem-0",)
         assert snap.pool_nodes[0].free_gpus + p.job.gpus >= job.gpus
         assert holds["onprem-0"].job_id == "urgent" and holds["onprem-0"].start_at == NOW
     if holds:
