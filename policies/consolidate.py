@@ -79,7 +79,7 @@ def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params:
         return None  # most passes: the job is already where it would be launched (no Demand built)
     job = p.job_now(snapshot.now)
     slack = slack_s(job, snapshot.now, cost)
-    if slack != math.inf and slack - _pause_s(cost) < params.deadline_margin_s:
+    if slack != math.inf and slack - cost.pause_s < params.deadline_margin_s:
         return None  # no room for a changeover: the deadline rules own this job
     if key in book.targets:
         target = book.targets[key]
@@ -94,7 +94,7 @@ def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params:
     saved = _stay_usd(job, current, cost) - _move_usd(job, p, target, cost, snapshot)
     if params.price_late and saved > 0:
         saved += _spread_risk_usd(job, current, 0.0, cost, snapshot) \
-            - _spread_risk_usd(job, target, _pause_s(cost), cost, snapshot)
+            - _spread_risk_usd(job, target, cost.pause_s, cost, snapshot)
     if saved <= 0:
         return None
     count = cost.nodes_for(job, target)
@@ -157,7 +157,7 @@ def _saving_bound(p: Placement, current: Offering, book: OfferBook, cost: CostMo
             low = book.rate(job, cheapest)
             per_h = book.rate(job, current) - low + _interruption_pauses_usd(job, current, cost, 3600.0)
             fixed = (low * cost.p.restart_overhead_s / 3600.0
-                     + job.gpus * _pause_s(cost) / 3600.0 * cost.p.wait_value_usd_per_gpu_hour * (1 + job.priority))
+                     + job.gpus * cost.pause_s / 3600.0 * cost.p.wait_value_usd_per_gpu_hour * (1 + job.priority))
             line = (per_h, fixed)
         book.bounds[key] = line
     per_h, fixed = line
@@ -187,7 +187,7 @@ def _move_usd(job: Demand, p: Placement, target: Offering, cost: CostModel, snap
     interruptions' pauses."""
     restart = job.with_done(job.done_s - cost.p.restart_overhead_s)  # the restart runs again
     write_usd = p.price_per_hour_usd * cost.p.checkpoint_write_s / 3600.0
-    return (cost.job_cost_usd(restart, target) + write_usd + cost.wait_cost_usd(job, _pause_s(cost), snapshot.now)
+    return (cost.job_cost_usd(restart, target) + write_usd + cost.wait_cost_usd(job, cost.pause_s, snapshot.now)
             + _interruption_pauses_usd(job, target, cost))
 
 
@@ -201,8 +201,3 @@ def _spread_risk_usd(job: Demand, offering: Offering, pause_s: float, cost: Cost
         return 0.0
     allowed = ((job.deadline - snapshot.now).total_seconds() - pause_s + job.done_s) / job.est_runtime_s
     return late_spot_risk_usd(job, offering, allowed, snapshot.runtime_ratios, cost)
-
-
-def _pause_s(cost: CostModel) -> float:
-    """How long a moved job makes no progress: the checkpoint write and the restart."""
-    return cost.p.checkpoint_write_s + cost.p.restart_overhead_s

@@ -93,6 +93,12 @@ class CostModel:
         consolidation, deadline switch, preemption); an interruption's is its notice's end."""
         return now + timedelta(seconds=checkpoint_due_s(self.p.checkpoint_write_s))
 
+    @property
+    def pause_s(self) -> float:
+        """How long a job stopped for a move makes no progress: the checkpoint write and the restart
+        (its new nodes, if any, boot while it still runs)."""
+        return self.p.checkpoint_write_s + self.p.restart_overhead_s
+
     def saves_on_notice(self, offering: Offering) -> bool:
         """Whether an interruption notice leaves time to write a checkpoint (no work is lost)."""
         return self.p.interruption_notice_s.get(offering.provider, 0.0) >= self.p.checkpoint_write_s

@@ -60,7 +60,7 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
     idle spot node by itself; such a switch needs an on-demand offering (no requeue)."""
     noticed = {i.node_id for i in snapshot.interruptions}
     noticed |= {n.node_id for n in snapshot.cloud_nodes if n.state is not NodeState.READY}
-    changeover = cost.p.restart_overhead_s + cost.p.checkpoint_write_s  # the job runs while its nodes boot
+    changeover = cost.pause_s  # the job runs while its nodes boot
     out: list[Action] = []
     launched: dict[str, list[Node]] | None = None
     book: OfferBook | None = None

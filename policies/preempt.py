@@ -331,8 +331,7 @@ class _Away:
         fixed = node_usd * (cost.p.launch_latency_s - rounded_off_s) / 3600.0
         return _Target(job, offering, hourly, hourly / job.gpus, fixed,
                        slack, cost.wait_cost_usd(job, pause_s, self.now, deadline=False),
-                       cost.wait_cost_usd(job, cost.p.checkpoint_write_s + cost.p.restart_overhead_s, self.now,
-                                          deadline=False))
+                       cost.wait_cost_usd(job, cost.pause_s, self.now, deadline=False))
 
     def usd(self, p: Placement, urgent: Demand) -> float:
         t = self.target(p)

@@ -279,10 +279,9 @@ def too_tight(p: Placement, now: datetime, cost: CostModel, margin_s: float) -> 
     job = p.job
     if job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
         return False
-    pause_s = cost.p.checkpoint_write_s + cost.p.restart_overhead_s
     to_deadline = (job.deadline - now).total_seconds()
     left = to_deadline - p.remaining_s(now)
-    return 0 <= left < pause_s + margin_s or 0 < to_deadline <= pause_s
+    return 0 <= left < cost.pause_s + margin_s or 0 < to_deadline <= cost.pause_s
 
 
 def leaving_cloud(snapshot: Snapshot) -> list[Demand]:
