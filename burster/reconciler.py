@@ -342,7 +342,9 @@ class Reconciler:
             return
         ticket = self.pool.checkpoint(a.node_id, a.deadline)  # first: if it fails, the node stays as it was
         self.nodes.mark(a.node_id, NodeState.CHECKPOINTING)
-        self.state.tickets[a.node_id] = ticket
+        # a job gone before the call leaves a ticket naming none: it stays the asked job's, so one the
+        # pool starts there next is not checkpointed in its place (the poll calls the checkpoint off)
+        self.state.tickets[a.node_id] = ticket if ticket.job_id else replace(ticket, job_id=a.job_id)
 
     def _drain_and_terminate(self, node_id: str, reason: str) -> None:
         """Drain and terminate; a node its cloud takes back free within moments is drained and left

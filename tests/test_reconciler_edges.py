@@ -15,7 +15,9 @@
   the forecast's half increment, a taken-back spot node past the free hour billed by the rule;
 - budget periods start at a whole second (no microseconds);
 - quiet_until: team budgets, an overdue on-prem job (not a cloud one), pre-warm's weighing from its
-  first instant to the window's, and a plan that cannot be quiet gets no wake from the burst rule's.
+  first instant to the window's, and a plan that cannot be quiet gets no wake from the burst rule's;
+- and a bug it found: a checkpoint asked just as its job left (the pool's ticket names no job) was
+  carried out on the job the pool started there next; it is now called off.
 """
 
 from __future__ import annotations
@@ -401,8 +403,7 @@ def test_only_an_empty_plan_that_can_be_quiet_gets_a_wake() -> None:
     assert woken(Plan(refused=((Drain("n1", "drain"), "no"),)), GuardParams()) is None
     assert woken(Plan(), GuardParams(total_budget_usd=100.0)) is None  # decides every tick: no wake at all
 
-@pytest.mark.xfail(strict=True, reason="the ticket of a job that left before the checkpoint call has no job id, "
-                                       "so the job the pool starts next on the node is checkpointed in its place")
+
 def test_a_checkpoint_asked_as_its_job_left_is_called_off_when_another_starts_there() -> None:
     """The job left between decide and the checkpoint call (a real pool races the pass): the pool's
     ticket names no job. The handshake was for the job that left, so a job started there next is
