@@ -133,8 +133,9 @@ class NodeBook:
                         continue  # ending or ended before this controller knew of it: not its to track
                     self._adopt_one(n, intent, now, charge)
                 elif n.state in _ENDED:
-                    if (w := watched.get(n.node_id)) is not None and w.running:  # a stray's end, listed
-                        self._charge_overrun(n.node_id, n.ended_at or now)  # (EC2 lists it for an hour)
+                    if n.node_id in watched:  # a stray's end, listed (EC2 lists it for an hour); one taken
+                        # for gone too: it ran on to that end (charges nothing if that is before its record's)
+                        self._charge_overrun(n.node_id, n.ended_at or now)
                         del watched[n.node_id]
                     self.ended(n.node_id, n.ended_at or now, charge)
                 elif rec.state in _ENDED:

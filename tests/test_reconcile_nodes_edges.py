@@ -18,8 +18,8 @@
 - blocks: the factor doubles up to 8x and stays there; a shorter block never shortens a longer
   one; unknown node ids block nothing.
 
-Known bug (xfail, strict): a node taken for gone that a later listing shows ended after its recorded
-end is billed only to the recorded end.
+And a bug it found: a node taken for gone that a later listing showed ended after its recorded end
+was billed only to the recorded end; it is billed to the listed end now.
 """
 
 from __future__ import annotations
@@ -181,8 +181,6 @@ def test_a_stray_listed_twice_at_one_instant_gets_no_empty_entry() -> None:
     assert [b for _, _, b in d.billed()] == [100.0, 100.0]
 
 
-@pytest.mark.xfail(strict=True, reason="a node taken for gone and then listed ended is billed only to when it "
-                   "was taken for gone, not to its listed end (sync's `and w.running`)")
 def test_a_node_taken_for_gone_then_listed_ended_is_billed_to_its_listed_end() -> None:
     d = Desk()
     d.sync(T0 + sec(10), node())
