@@ -161,21 +161,14 @@ class _Reserved:
         ``rate`` $ per GPU-hour: the job ending soonest before a cloud node could boot (in time for
         the deadline), else (with ``preempt``) the one cheapest to send away, if that saves money;
         ties go to the sooner end, then the earlier in the snapshot. The node is taken."""
-        cost = self.away.cost
         keys = [k for k in self.by_fit if (not job.gpu_model or job.gpu_model == k[0]) and k[1] < job.gpus <= k[2]]
-        wait_limit_s = min(cost.p.launch_latency_s, slack_s(job, self.away.now, cost) + cost.p.launch_latency_s)
-        wait: _Candidate | None = None
-        for k in keys:  # each group's first job not taken, if it ends within the limit
-            c = next((c for c in self.by_fit[k] if c.node.node_id not in self.taken), None)
-            if c is not None and c.left_s <= wait_limit_s and (wait is None or (c.left_s, c.index) < (wait.left_s,
-                                                                                                        wait.index)):
-                wait = c
+        wait, doubtful = self._wait_for(keys, job)
         if wait is not None:
             self.taken.add(wait.node.node_id)
             return launch_usd, True, wait.placement, wait.node.node_id
         if not preempt:
             return None
-        floors = sorted(self._floors(keys, job, launch_usd, rate))
+        floors = sorted(self._floors(keys, job, launch_usd, rate, self.taken | doubtful if doubtful else self.taken))
         best: tuple[float, float, int, _Candidate] | None = None
         for floor, _, c in floors:
             if best is not None and launch_usd - floor < best[0] - 1e-9:
@@ -188,8 +181,36 @@ class _Reserved:
         self.taken.add(best[3].node.node_id)
         return best[0], False, best[3].placement, best[3].node.node_id
 
-    def _floors(self, keys: list[_FitKey], job: Demand, launch_usd: float,
-                rate: float) -> list[tuple[float, int, _Candidate]]:
+    def _wait_for(self, keys: list[_FitKey], job: Demand) -> tuple[_Candidate | None, set[str]]:
+        """The reserved job not taken that ends soonest (then the earliest in the snapshot) within the
+        wait limit: before a cloud node could boot, and in time for ``job``'s deadline. For a deadline
+        job whose slack past the margin is under that limit (a wait that fails is a miss), where
+        estimates run long (``TRUSTED_WITHIN``), a job ending by its estimate must also end in time
+        if it ran ``long`` times its estimate. Also the nodes of the jobs that end in time only by their
+        estimates: not sent away either (a swap is priced on the estimate; these may run far longer)."""
+        away = self.away
+        slack = slack_s(job, away.now, away.cost)
+        limit_s = min(away.cost.p.launch_latency_s, slack + away.cost.p.launch_latency_s)
+        # a wait that fails costs up to the limit: only where the margin cannot take that is it a miss
+        risky = away.long > TRUSTED_WITHIN and slack < away.params.deadline_margin_s + limit_s
+        wait: _Candidate | None = None
+        doubtful: set[str] = set()
+        for k in keys:  # each group's first job not taken that ends within the limit
+            for c in self.by_fit[k]:
+                if c.left_s > limit_s:
+                    break  # sorted by (seconds left, index)
+                if c.node.node_id in self.taken:
+                    continue
+                if risky and away.long_left_s(c.placement) > limit_s:
+                    doubtful.add(c.node.node_id)
+                    continue
+                if wait is None or (c.left_s, c.index) < (wait.left_s, wait.index):
+                    wait = c
+                break
+        return wait, doubtful
+
+    def _floors(self, keys: list[_FitKey], job: Demand, launch_usd: float, rate: float,
+                taken: set[str]) -> list[tuple[float, int, _Candidate]]:
         """(a lower bound of ``_Away.usd``, index, candidate) for the fitting candidates not taken that
         can be sent away, whose GPU-hours are cheaper on the cloud than ``rate``, and whose bound is
         below the launch's cost; of those, only the ones ``choose`` could reach: a bound above the
@@ -201,7 +222,7 @@ class _Reserved:
         least: tuple[float, int, _Candidate] | None = None
         for terms, _, members in groups:  # a group's least bound: its first job not taken
             for left_s, index, c in members:
-                if c.node.node_id not in self.taken:
+                if c.node.node_id not in taken:
                     floor = _floor(terms, left_s, urgent_s, restart_s)
                     if floor < launch_usd and (least is None or (floor, index) < least[:2]):
                         least = (floor, index, c)
@@ -217,12 +238,12 @@ class _Reserved:
                 if floor > cutoff:
                     break  # rising with the seconds left
                 if alike and left_s > urgent_s:  # these outlast the urgent job: all cost the same, the sooner end wins
-                    first = min(((m.left_s, m.index, m) for _, _, m in members[i:] if m.node.node_id not in self.taken),
+                    first = min(((m.left_s, m.index, m) for _, _, m in members[i:] if m.node.node_id not in taken),
                                 default=None)
                     if first is not None and floor < launch_usd:
                         out.append((floor, first[1], first[2]))
                     break
-                if floor < launch_usd and c.node.node_id not in self.taken:
+                if floor < launch_usd and c.node.node_id not in taken:
                     out.append((floor, index, c))
         return out
 
@@ -306,6 +327,11 @@ class _Away:
                  long: float = 1.0) -> None:
         self.cost, self.params, self.book, self.now, self.long = cost, params, book, now, long
         self._targets: dict[str, _Target | None] = {}
+
+    def long_left_s(self, p: Placement) -> float:
+        """Seconds until reserved job ``p`` ends if it runs ``long`` times its estimate (at least as
+        long as by its estimate)."""
+        return max(p.remaining_s(self.now), p.job.est_runtime_s * self.long - p.done_s(self.now))
 
     def target(self, p: Placement) -> _Target | None:
         key = p.job.job_id

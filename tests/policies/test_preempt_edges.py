@@ -35,6 +35,13 @@ def reserved(job_id: str, left_s: float, node: str = "n0", gpus: int = 1, **kw: 
     return Placement(job, (node,), NOW - timedelta(hours=1), False, Market.RESERVED)
 
 
+def ending(job_id: str, left_s: float) -> Placement:
+    """A short job on reserved node n0 with ``left_s`` to run of a ``left_s + 40`` s estimate: it ends
+    within a boot even if it runs twice its estimate."""
+    job = Demand(job_id, 1, NOW - timedelta(minutes=5), left_s + 40.0, gpu_model="V100")
+    return Placement(job, ("n0",), NOW - timedelta(seconds=40), False, Market.RESERVED)
+
+
 def snap(running: tuple[Placement, ...], pending: tuple[Demand, ...], free: dict[str, int] | None = None,
          offerings: tuple[Offering, ...] = (OD, SPOT), **kw: object) -> Snapshot:
     """Each running job on its own node, as big as the job, full unless ``free`` says otherwise."""
@@ -64,11 +71,11 @@ def summary(actions: list[Action]) -> list[tuple[str, str, str]]:
 def test_a_held_back_deadline_launch_is_weighed_only_where_estimates_run_past_trusted() -> None:
     """A spot launch the node cap holds back for a deadline job is urgent only where estimates are
     seen to run long: runs_long strictly above TRUSTED_WITHIN (1.25). At exactly 1.25 the wait is not
-    weighed (the spot launch stays); at 2x, the reserved job ending in 60 s is waited for."""
+    weighed (the spot launch stays); at 2x, the reserved job ending in 60 s (in time at 2x too) is waited for."""
     params = BurstParams(prewarm=False, market_quantile=0.9)
     job = urgent(slack_s=600.0)
     for ratio, want in ((1.25, []), (2.0, [("hold", "u", "n0")])):
-        s = snap((reserved("k", 60.0),), (job,), runtime_ratios=(ratio,) * 20)
+        s = snap((ending("k", 60.0),), (job,), runtime_ratios=(ratio,) * 20)
         kept, actions = swap(s, job, offering=SPOT, params=params, waits={"req-u": 3600.0})
         assert summary(actions) == want, ratio
         assert len(kept) == 1 - len(want)
@@ -112,7 +119,7 @@ def test_a_held_back_launch_is_priced_at_a_day_of_wait_at_most_plus_a_boot() -> 
     boot (86,580 s), with the miss that wait causes: the price the wait hold's reason quotes."""
     params = BurstParams(prewarm=False, market_quantile=0.9)
     job = urgent()
-    s = snap((reserved("k", 60.0),), (job,), runtime_ratios=(2.0,) * 20)
+    s = snap((ending("k", 60.0),), (job,), runtime_ratios=(2.0,) * 20)
     _, actions = swap(s, job, params=params, waits={"req-u": 10 * 86400.0})
     (hold,) = actions
     usd = COST.job_cost_usd(job, OD) + COST.wait_cost_usd(job, 86400.0 + 180.0, NOW)
@@ -264,3 +271,21 @@ def test_a_job_too_tight_for_a_checkpoint_still_waits_for_a_reserved_job_about_t
     assert summary(actions) == [("hold", "u", "n0")] and kept == []
     kept, actions = swap(snap((reserved("k", 100.0),), (job,)), job)
     assert actions == [] and [a.job_id for a in kept] == ["u"]
+
+
+def test_a_doubtful_end_is_waited_for_only_by_a_job_whose_margin_takes_a_failed_wait() -> None:
+    """Where estimates run 2x long, a reserved job 60 s from its estimated end may run an hour more.
+    A strict job with 1,080 s of slack (the 900 s margin plus the 180 s a failed wait may cost) still
+    waits for it; one with 1,079 s does not (nor is the doubtful job sent away): its launch stays.
+    Best-effort and exact estimates: the wait stands."""
+    params = BurstParams(prewarm=False, market_quantile=0.9)
+    for slack, ratios, want in ((1080.0, (2.0,) * 20, [("hold", "u", "n0")]), (1079.0, (2.0,) * 20, []),
+                                (1079.0, (1.0,) * 20, [("hold", "u", "n0")])):
+        job = urgent(slack_s=slack)
+        s = snap((reserved("k", 60.0),), (job,), runtime_ratios=ratios)
+        kept, actions = swap(s, job, params=params)
+        assert summary(actions) == want, (slack, ratios[0])
+        assert len(kept) == 1 - len(want)
+    best_effort = replace(urgent(), deadline=None, job_class=JobClass.BEST_EFFORT)
+    s = snap((reserved("k", 60.0),), (best_effort,), runtime_ratios=(2.0,) * 20)
+    assert summary(swap(s, best_effort, params=params)[1]) == [("hold", "u", "n0")]
