@@ -96,7 +96,7 @@ class NodeBook:
         if rec is None or rec.state is state:
             return
         if state not in TRANSITIONS[rec.state] and rec.state in _FORWARD[:-1]:
-            self.follow(node_id, NodeState.READY)  # e.g. terminating a node still booting
+            self.follow(node_id, NodeState.READY)  # e.g. draining or checkpointing a node still booting
         if state in TRANSITIONS[self.state.nodes[node_id].state]:
             self.state.move(node_id, state)
 
