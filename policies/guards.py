@@ -131,7 +131,8 @@ class NodeRoom:
                 out[a.request_id] = math.inf
                 continue
             queued += a.count
-            k = queued - max(left, 0)  # ends it waits for, counting those of launches ahead of it
+            # ends it waits for, counting those of launches ahead of it (and of live nodes past the cap)
+            k = queued - left
             out[a.request_id] = 0.0 if k <= 0 else ends[k - 1] if k <= len(ends) else math.inf
         return out
 
@@ -172,8 +173,8 @@ def wanted_until_all(held: Iterable[tuple[Launch, str]],
 def node_ends_s(snapshot: Snapshot, idle_ttl_s: float) -> list[float]:
     """Seconds from now until each live cloud node is expected to end, ascending: a busy node with
     its job (as the policy believes it; a stopping one at its stop), one draining or terminating with
-    no job now, an idle one at its idle TTL, a booting one after the job it boots for (inf when that
-    job is not known)."""
+    no job now, a booting one, or one up for a job still queued, after that job's run (a booting one
+    for a job not known: inf), another idle one at its idle TTL."""
     left = {p.job.job_id: p.remaining_s(snapshot.now) for p in snapshot.running}
     pending = {j.job_id: j.remaining_s for j in snapshot.pending}
     ends: list[float] = []
@@ -186,6 +187,8 @@ def node_ends_s(snapshot: Snapshot, idle_ttl_s: float) -> list[float]:
             ends.append(0.0)
         elif n.for_job is not None and n.state in PENDING_STATES:
             ends.append(pending.get(n.for_job, math.inf))
+        elif n.for_job in pending and n.state is NodeState.READY:  # up for a job not started there yet:
+            ends.append(pending[n.for_job])  # the idle TTL does not take it (``reclaim.unjoined``)
         elif n.idle_since is not None:
             ends.append(max(idle_ttl_s - (snapshot.now - n.idle_since).total_seconds(), 0.0))
         else:

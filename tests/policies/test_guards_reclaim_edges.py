@@ -16,8 +16,9 @@
   providers left alone, sorted ids; stopped_by counts checkpoints;
 - start_by: a best-effort job's deadline does not move it.
 
-Two xfail tests record bugs: slot_waits with more live nodes than the cap, and node_ends_s for a
-node up for a job still queued.
+And two bugs it found, fixed: slot_waits with more live nodes than the cap counted too few node
+ends before a held launch's slot, and node_ends_s put a node up for a job still queued at its idle
+TTL (which never takes it) instead of after that job's run.
 """
 
 from __future__ import annotations
@@ -124,8 +125,6 @@ def test_a_launch_that_the_slots_left_exactly_fit_waits_for_no_end() -> None:
     assert waits == {"rq-huge": math.inf, "rq-x": 0.0}
 
 
-@pytest.mark.xfail(strict=True, reason="slot_waits clamps a negative room to 0: with more live nodes than the "
-                   "cap, a held launch is said to get its slot after too few node ends")
 def test_over_the_cap_a_held_launch_waits_for_the_live_nodes_past_the_cap_to_end_too() -> None:
     """7 live at a cap of 5: a one-node launch fits once 3 have ended (7 - 3 + 1 = 5), not after 1."""
     room = NodeRoom(_snap(*(cloud_node(i) for i in range(7))), max_nodes=5)
@@ -170,8 +169,6 @@ def test_node_ends_a_draining_node_now_an_idle_one_at_its_ttl_never_before_now()
     assert node_ends_s(_snap(up_for_done, draining, stale), idle_ttl_s=300.0) == [0.0, 0.0, 200.0]
 
 
-@pytest.mark.xfail(strict=True, reason="node_ends_s puts a node up (READY) for a still-queued job at its idle TTL, "
-                   "but idle_ttl never reclaims such a node by its TTL: the job starts on it (or it times out)")
 def test_a_node_up_for_a_job_still_queued_ends_after_that_jobs_run_as_a_booting_one_does() -> None:
     queued = Demand("p", 1, NOW, 1800.0, gpu_model="V100")
     up_for_p = replace(_idle("up"), for_job="p")  # idle 100 s, the pool has not started p on it yet
