@@ -44,7 +44,8 @@ log = logging.getLogger(__name__)
 STATES = {"pending": NodeState.LAUNCHING, "running": NodeState.READY, "shutting-down": NodeState.TERMINATING,
           "stopping": NodeState.TERMINATING, "stopped": NodeState.TERMINATING, "terminated": NodeState.TERMINATED}
 FILTER_VALUES_MAX = 200
-_QUEUE_REGION = re.compile(r"^https://(?:sqs[.-]([a-z0-9-]+)|([a-z0-9-]+)\.queue)\.amazonaws\.com")
+# sqs.<region>.amazonaws.com, <region>.queue.amazonaws.com, or queue.amazonaws.com (us-east-1's legacy form)
+_QUEUE_REGION = re.compile(r"^https://(?:sqs[.-]([a-z0-9-]+)|([a-z0-9-]+)\.queue|(queue))\.amazonaws\.com")
 
 
 class AwsProvider:
@@ -308,7 +309,7 @@ class AwsProvider:
         if self._reader is None:
             url = self._cfg.interruption_queue_url
             match = _QUEUE_REGION.match(url)
-            region = (match.group(1) or match.group(2)) if match else self._cfg.regions[0]
+            region = (match.group(1) or match.group(2) or "us-east-1") if match else self._cfg.regions[0]
             self._reader = QueueReader(self._client("sqs", region), url, self._call, self._now)
         return self._reader
 

@@ -19,8 +19,8 @@
 - events: stopping/stopped go away and running does not, a non-EC2 source, an id without ``i-``
   and an unknown detail-type are poison, naive times are UTC, the event's termination time wins.
 
-One xfail (strict) pins a bug: us-east-1's legacy queue URL (``https://queue.amazonaws.com/...``) is
-read in ``clouds.aws.regions[0]``.
+And a bug it found, fixed: us-east-1's legacy queue URL (``https://queue.amazonaws.com/...``) was
+read in ``clouds.aws.regions[0]``; it is read in us-east-1.
 """
 
 from __future__ import annotations
@@ -322,8 +322,6 @@ def test_a_legacy_queue_url_names_the_queues_region(b: h.Backend) -> None:
     assert [i.node_id for i in p.interruptions()] == [node]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: _QUEUE_REGION misses us-east-1's legacy queue.amazonaws.com "
-                                        "form, so the queue is looked for in clouds.aws.regions[0]")
 def test_the_us_east_1_legacy_queue_url_is_read_in_us_east_1(b: h.Backend) -> None:
     name = _name("edges-legacy")
     real = b.client("sqs").create_queue(QueueName=name)["QueueUrl"]
