@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 STATES = {"pending": NodeState.LAUNCHING, "running": NodeState.READY, "shutting-down": NodeState.TERMINATING,
           "stopping": NodeState.TERMINATING, "stopped": NodeState.TERMINATING, "terminated": NodeState.TERMINATED}
 FILTER_VALUES_MAX = 200
+LATE_LISTING_S = 300.0  # EC2 may list a new instance this late (its guide): a notice for one unlisted waits so long
 # sqs.<region>.amazonaws.com, <region>.queue.amazonaws.com, or queue.amazonaws.com (us-east-1's legacy form)
 _QUEUE_REGION = re.compile(r"^https://(?:sqs[.-]([a-z0-9-]+)|([a-z0-9-]+)\.queue|(queue))\.amazonaws\.com")
 
@@ -170,23 +171,27 @@ class AwsProvider:
                 self._terminate(region, live)
 
     def interruptions(self) -> Sequence[Interruption]:
-        """Spot warnings, rebalance recommendations and unexpected stops of this cluster's nodes."""
+        """Spot warnings, rebalance recommendations and unexpected stops of this cluster's nodes. A
+        notice for an instance no listing shows yet is left in the queue for ``LATE_LISTING_S``."""
         if not self._cfg.interruption_queue_url:
             return []
         reader = self._queue()
         received = reader.receive()
         fresh = [r.notice for r in received if r.notice is not None and _event_key(r.notice)
                  not in self._seen_events]
-        owned = self._owned_instances(fresh)
+        owned = self._instances(fresh)
+        unlisted = self._unlisted(fresh, owned)
         out: dict[tuple[str, str], Interruption] = {}
         for n in fresh:
+            if _event_key(n) in unlisted:
+                continue  # left in the queue: it comes back when its visibility timeout ends
             self._remember(self._seen_events, _event_key(n))
             inst = owned.get(n.instance_id)
             if inst is None or (n.kind == "preempted" and self._caused_by_us(inst)):
                 continue
             out.setdefault((n.instance_id, n.kind),
                            Interruption(n.instance_id, PROVIDER, n.kind, n.notice_at, n.terminate_at))
-        reader.delete(received)
+        reader.delete([r for r in received if r.notice is None or _event_key(r.notice) not in unlisted])
         return list(out.values())
 
     # --- helpers -------------------------------------------------------------------------------
@@ -313,19 +318,31 @@ class AwsProvider:
             self._reader = QueueReader(self._client("sqs", region), url, self._call, self._now)
         return self._reader
 
-    def _owned_instances(self, notices: Iterable[Notice]) -> dict[str, dict[str, Any]]:
-        """The instances named by ``notices`` that this cluster owns, by id."""
+    def _instances(self, notices: Iterable[Notice], *, owned: bool = True) -> dict[str, dict[str, Any]]:
+        """The instances named by ``notices`` that this cluster owns (``owned=False``: anyone's), by id."""
         by_region: dict[str, set[str]] = {}
         for n in notices:
             for region in ([n.region] if n.region in self._cfg.regions else
                            [] if n.region else list(self._cfg.regions)):
                 by_region.setdefault(region, set()).add(n.instance_id)
-        owned: dict[str, dict[str, Any]] = {}
+        found: dict[str, dict[str, Any]] = {}
         for region, ids in by_region.items():
             for chunk in _chunks(sorted(ids), FILTER_VALUES_MAX):
-                for inst in self._describe(region, [*self._owned(), _filter("instance-id", chunk)]):
-                    owned[inst["InstanceId"]] = inst
-        return owned
+                tags = self._owned() if owned else []
+                for inst in self._describe(region, [*tags, _filter("instance-id", chunk)]):
+                    found[inst["InstanceId"]] = inst
+        return found
+
+    def _unlisted(self, notices: Sequence[Notice], owned: Mapping[str, Any]) -> set[tuple[str, str, str]]:
+        """The notices (event keys) of the last ``LATE_LISTING_S`` naming an instance of this cluster's
+        regions that no listing shows at all: EC2 lists a new instance that late, so it may be ours."""
+        now = self._now()
+        young = [n for n in notices if n.instance_id not in owned and (not n.region or n.region in self._cfg.regions)
+                 and (now - n.notice_at).total_seconds() < LATE_LISTING_S]
+        if not young:
+            return set()
+        anyone = self._instances(young, owned=False)
+        return {_event_key(n) for n in young if n.instance_id not in anyone}
 
     def _caused_by_us(self, inst: Mapping[str, Any]) -> bool:
         reason = str((inst.get("StateReason") or {}).get("Code", ""))

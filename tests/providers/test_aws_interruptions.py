@@ -135,3 +135,30 @@ def test_no_queue_configured_means_no_notices_and_no_calls() -> None:
     p = h.make_provider(b)
     assert p.interruptions() == []
     assert b.proxy.actions("sqs") == []
+
+
+def test_a_notice_for_an_instance_no_listing_shows_yet_waits_in_the_queue() -> None:
+    """EC2 lists a new instance up to about five minutes late: a warning of the last five minutes for
+    an instance of this region no listing shows is neither reported nor deleted (it comes back, and
+    is read again once the instance is listed); an older one is deleted, as is one for an instance
+    that is listed but not this cluster's."""
+    b = h.backend()
+    url = b.queue("burster-interruptions-late")
+    sqs = b.client("sqs")
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "0"})  # back at once
+    p = h.make_provider(b, cluster="late", cfg=h.make_config(b, interruption_queue_url=url))
+    foreign = h.make_provider(b, cluster="late-other").launch(h.offering(), 1, request_id=request_id("late", 1))
+    now = datetime.now(UTC)
+    stamp = (now - timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stale = (now - timedelta(minutes=6)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for instance_id, time in (("i-0fedcba9876543210", stamp), ("i-0fedcba9876543211", stale),
+                              (foreign[0].node_id, stamp)):
+        sqs.send_message(QueueUrl=url, MessageBody=variant("spot_interruption_warning", instance_id=instance_id,
+                                                           region=h.REGION, time=time))
+
+    def left() -> list[str]:
+        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+        return [json.loads(m["Body"])["detail"]["instance-id"] for m in got]
+
+    assert p.interruptions() == [] and p.interruptions() == []  # read twice: still kept
+    assert left() == ["i-0fedcba9876543210"]
