@@ -341,7 +341,7 @@ class _Away:
 
     def _target(self, p: Placement) -> _Target | None:
         cost = self.cost
-        pause_s = cost.p.checkpoint_write_s + cost.p.launch_latency_s + cost.p.restart_overhead_s
+        pause_s = cost.pause_s + cost.p.launch_latency_s  # the write, its new node's boot, the restart
         job = p.job_now(self.now)
         later = self.now + timedelta(seconds=pause_s)
         slack = slack_s(job, later, cost)
