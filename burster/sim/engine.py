@@ -12,7 +12,6 @@ to prove it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -44,6 +43,7 @@ def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float
     passes = 0
     step = timedelta(seconds=tick_s)
     reached = start  # the last tick the world was advanced to
+    done = False  # all work ended (ticking through stops there too)
     while t <= end:
         world.advance_to(t)
         reached = t
@@ -56,6 +56,7 @@ def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float
         if on_progress is not None:
             on_progress(t)
         if world.finished and not reconciler.state.has_live():
+            done = True
             break  # (the world still goes on to the end: the idle rest of the window counts)
         t_next = t + step
         wake = _wake(world, reconciler, report, t) if skip else None
@@ -63,16 +64,17 @@ def run(world: World, reconciler: Reconciler, clock: FakeClock, *, tick_s: float
             break
         if isinstance(wake, datetime) and wake > t_next:  # jump to the first tick at or after it
             wake = min(wake, end + step)
-            ticks = math.ceil((wake - start).total_seconds() / tick_s)
-            t_next = start + timedelta(seconds=ticks * tick_s)
+            t_next = start - ((start - wake) // step) * step  # in whole microseconds, as ticking adds up
         t = t_next
         clock.set(t)
     # ticking through ends on the last tick by ``end``: bring the world there too (nothing happens
     # on the way, or the loop would have woken), so the waits of jobs never started count as long,
     # and so does the reserved pool's idle time when all the work ended early
-    final = start + timedelta(seconds=math.floor((end - start).total_seconds() / tick_s) * tick_s)
+    final = start + ((end - start) // step) * step
     if reached < final:
         world.advance_to(final)
+        if on_progress is not None and not done:  # the ticks jumped over, which ticking through visits
+            on_progress(final)
     if last:
         reconciler.close_books(max(reached, final))  # nodes still up at the stop are paid to it
     return passes
