@@ -241,13 +241,17 @@ class AzureProvider:
             body = vms.vm_body(offering, name=name, tags=tags, subnet_id=self._subnet_id, image=self._image,
                                ssh_public_key=self._ssh_key, custom_data_b64=custom,
                                spot_max_price_usd=self._spot_max_price)
+            tries: list[None] = []
+
+            def put(name: str = name, body: dict[str, Any] = body, tries: list[None] = tries) -> Any:
+                tries.append(None)
+                return self._vms.begin_create_or_update(self._rg, name, body, polling_interval=self._poll_s)
+
             try:
-                poller = self._call(
-                    partial(self._vms.begin_create_or_update, self._rg, name, body,
-                            polling_interval=self._poll_s),
-                    doing=f"creating VM {name} ({key})", offering_key=key)
+                poller = self._call(put, doing=f"creating VM {name} ({key})", offering_key=key)
             except ProviderError as err:
-                if err.retryable:  # no answer, or a late one: ARM may have made the VM all the same
+                # no answer, or a late one (this try's or an earlier one's): ARM may have made the VM
+                if err.retryable or len(tries) > 1:
                     try:
                         vm = self._made_anyway(name, request_id)
                     except ProviderError:
@@ -295,7 +299,9 @@ class AzureProvider:
         def once() -> tuple[Any, bool]:
             p = first.pop() if first else self._vms.begin_create_or_update(
                 self._rg, name, body, continuation_token=token, polling_interval=self._poll_s)
-            return p.result(timeout=wait_s), p.done()
+            p.wait(wait_s)  # done() first: a result read before the polling thread ends may be a status
+            finished = p.done()  # document, not the VM
+            return (p.result() if finished else None), finished
 
         vm, finished = self._call(once, doing=f"creating VM {name} ({offering.key})",
                                   offering_key=offering.key)
