@@ -291,16 +291,17 @@ class AzureProvider:
 
     def _await(self, name: str, poller: Any, body: dict[str, Any], offering: Offering, request_id: str,
                labels: Mapping[str, str], wait_s: float) -> Node:
-        """Wait (up to ``wait_s``) for one create; a throttled or broken poll resumes from its
+        """Wait (up to ``wait_s`` in all) for one create; a throttled or broken poll resumes from its
         continuation token. Raises the create's own failure (a retryable error: the polls')."""
         token = poller.continuation_token()
         first = [poller]
+        until = time.monotonic() + wait_s  # one wait for every try, not one each
 
         def once() -> tuple[Any, bool]:
             p = first.pop() if first else self._vms.begin_create_or_update(
                 self._rg, name, body, continuation_token=token, polling_interval=self._poll_s)
-            p.wait(wait_s)  # done() first: a result read before the polling thread ends may be a status
-            finished = p.done()  # document, not the VM
+            p.wait(max(until - time.monotonic(), 0.0))
+            finished = p.done()  # before the result: one read while polling ends may be a status document
             return (p.result() if finished else None), finished
 
         vm, finished = self._call(once, doing=f"creating VM {name} ({offering.key})",

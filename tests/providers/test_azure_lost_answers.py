@@ -5,6 +5,8 @@ nor lose the first (``providers/azure/records.py``)."""
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -199,3 +201,24 @@ def test_a_refused_record_update_leaves_the_vms_sent_and_a_replay_makes_none() -
     arm.evict(rg, first[1].node_id)
     _, gone = provider(rg).launch(spot_offering(), 2, request_id="unwritten")
     assert gone.state is NodeState.TERMINATED and vm_puts(rg) == 2
+
+
+def test_a_status_read_failing_late_in_the_wait_resumes_for_what_is_left_of_it() -> None:
+    """The create's status reads are throttled 0.8 s into a 1 s wait: the resumed poll waits out the
+    0.2 s left, not another whole second (launch_wait_s bounds the wait for every try together)."""
+    rg, arm = f"rg-{uuid.uuid4().hex[:8]}", fakes().arm
+    p = provider(rg, launch_wait_s=1.0, polling_interval_s=0.05)
+    arm.op_polls = 10**6  # the create never finishes while it waits
+    late = threading.Timer(0.8, arm.throttle_polls, (1,))
+    try:
+        t0 = time.monotonic()
+        late.start()
+        (node,) = p.launch(spot_offering(), 1, request_id="late-throttle")
+        took = time.monotonic() - t0
+    finally:
+        late.cancel()
+        arm.throttle_polls(0)
+        arm.op_polls = 1
+        arm.settle()
+    assert node.state is NodeState.LAUNCHING and arm.count("DELETE", rg) == 0
+    assert took < 1.6, took  # not 0.8 s + a second whole wait
