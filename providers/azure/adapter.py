@@ -277,7 +277,7 @@ class AzureProvider:
                 done[name] = self._await(name, poller, body, offering, request_id, labels,
                                          max(until - time.monotonic(), 0.0))
             except ProviderError as err:
-                if err.retryable:  # the status checks were throttled or failed, not the create: still coming
+                if err.retryable and not self._failed(name):  # the status checks failed, not the create
                     log.warning("azure: could not follow the create of VM %s (%s); reporting it as launching",
                                 name, err)
                     done[name] = self._launching(name, offering, request_id, labels)
@@ -310,6 +310,16 @@ class AzureProvider:
             return self._to_node(vms.wire(vm))
         log.info("azure: VM %s still provisioning after %.0fs; reporting it as launching", name, self._wait_s)
         return self._launching(name, offering, request_id, labels)
+
+    def _failed(self, name: str) -> bool:
+        """Whether VM ``name`` is Failed: its create's operation failed with a retryable code (a
+        failure of the status reads looks the same). False when it cannot be read: still coming."""
+        try:
+            vm = self._call(lambda: vms.wire(self._vms.get(self._rg, name)), doing=f"reading VM {name}",
+                            attempts=1)
+        except ProviderError:
+            return False
+        return vms.state_of(vm) is NodeState.FAILED
 
     def _made_anyway(self, name: str, request_id: str) -> dict[str, Any] | None:
         """The VM ``name`` if ARM made it for this request (a PUT failed: its answer may have been

@@ -16,7 +16,7 @@ import pytest
 from azure.mgmt.compute.operations import VirtualMachinesOperations
 
 from burster.clock import FakeClock
-from burster.errors import PartialLaunchError
+from burster.errors import PartialLaunchError, TransientError
 from burster.lifecycle import NodeState
 from burster.plan import Launch
 from providers.azure import records, vms
@@ -222,3 +222,16 @@ def test_a_status_read_failing_late_in_the_wait_resumes_for_what_is_left_of_it()
         arm.settle()
     assert node.state is NodeState.LAUNCHING and arm.count("DELETE", rg) == 0
     assert took < 1.6, took  # not 0.8 s + a second whole wait
+
+
+def test_a_create_failed_with_a_transient_code_is_deleted_not_reported_launching() -> None:
+    """The create's operation itself fails with ``InternalExecutionError`` (retryable, as a poll's
+    failure is): a read of the VM tells the two apart. The Failed VM is deleted and the launch
+    fails with the retryable error, so the controller tries again; nothing is reported launching."""
+    rg, arm = f"rg-{uuid.uuid4().hex[:8]}", fakes().arm
+    p = provider(rg)
+    arm.fail_next_allocation(error("InternalExecutionError", "An internal execution error occurred."))
+    with pytest.raises(TransientError, match="InternalExecutionError"):
+        p.launch(spot_offering(), 1, request_id="failed-transient")
+    assert arm.vm(rg, vms.vm_name("test", "failed-transient", 0)) is None  # deleted, not left Failed
+    assert p.list_nodes() == []
