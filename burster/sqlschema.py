@@ -26,6 +26,7 @@ from sqlalchemy import (
     TypeDecorator,
 )
 
+from burster.errors import StoreError
 from burster.model import Market, Offering
 from burster.plan import Launch
 
@@ -57,10 +58,16 @@ class Usd(TypeDecorator[Decimal]):
         return dialect.type_descriptor(String(32) if dialect.name == "sqlite" else Numeric(18, 6))
 
     def process_bind_param(self, value: Decimal | None, dialect: Dialect) -> Any:
-        return None if value is None else str(value) if dialect.name == "sqlite" else value
+        if value is None:
+            return None
+        usd = Decimal(str(value)).quantize(_MICRO)  # here: PostgreSQL would round half up, SQLite keep it all
+        return str(usd) if dialect.name == "sqlite" else usd
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
-        return None if value is None else Decimal(str(value)).quantize(Decimal("0.000001"))
+        return None if value is None else Decimal(str(value)).quantize(_MICRO)
+
+
+_MICRO = Decimal("0.000001")
 
 
 metadata = MetaData()
@@ -173,6 +180,7 @@ def upgrade(engine: Engine) -> None:
     Python driver would otherwise run each CREATE TABLE outside any transaction, keeping half an
     upgrade that no later one could finish)."""
     from alembic import command
+    from alembic.util import CommandError
 
     cfg = _alembic_config()
     with engine.connect() as conn:
@@ -183,7 +191,11 @@ def upgrade(engine: Engine) -> None:
                 sqlite.isolation_level = None  # pysqlite: BEGIN is ours
                 conn.exec_driver_sql("BEGIN")
             cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "head")
+            try:
+                command.upgrade(cfg, "head")
+            except CommandError as err:  # a revision this code does not know: a newer burster's
+                raise StoreError(f"its schema is not one this burster can migrate ({err}): a newer burster "
+                                 "wrote it; run that one") from err
             conn.commit()
         except BaseException:
             conn.rollback()

@@ -94,7 +94,7 @@ class SqlState(MemoryState):
     def _open(cls, url: str, cluster: str, lease: Lease | None, history: timedelta | None) -> SqlState:
         try:
             engine = create_engine(url)
-        except (SQLAlchemyError, ImportError) as err:
+        except (SQLAlchemyError, ImportError, ValueError) as err:  # ValueError: a port not a number
             raise ConfigError(f"store.url {redact_url(url)!r} is not a database URL SQLAlchemy can use "
                               f"({_why(err)}); e.g. sqlite:///burster.db or "
                               "postgresql+psycopg2://user@host/db (pip install 'burster[postgres]')") from err
@@ -184,12 +184,13 @@ class SqlState(MemoryState):
         super().add_node(rec)
 
     def move(self, node_id: str, state: NodeState, **changes: object) -> NodeRecord:
-        self._dirty.add(node_id)
-        return super().move(node_id, state, **changes)
+        rec = super().move(node_id, state, **changes)
+        self._dirty.add(node_id)  # (once made: a change refused leaves no record to write)
+        return rec
 
     def update(self, node_id: str, **changes: object) -> None:
-        self._dirty.add(node_id)
         super().update(node_id, **changes)
+        self._dirty.add(node_id)
 
     def commit(self) -> None:
         """Write what changed since the last commit, in one transaction; nothing when nothing did
@@ -226,6 +227,9 @@ class SqlState(MemoryState):
                 for statement, rows in steps:
                     conn.execute(statement, rows)
         except SQLAlchemyError as err:
+            # the database holds the last commit, or this one (its reply lost): rewrite what either may hold
+            self._saved = {**{name: dict.fromkeys([*self._saved[name], *saved[name]], _UNKNOWN) for name in KEYED},
+                           "times": None}
             raise StoreError(f"state store {redact(str(self.engine.url))!r}: could not write this pass: "
                              f"{_why(err)}") from err
         self._dirty.clear()
@@ -361,6 +365,7 @@ class SqlState(MemoryState):
 
 
 _GONE = object()
+_UNKNOWN = object()  # a row the database may hold or not (a commit failed): written again
 
 
 
@@ -372,4 +377,5 @@ def _utc(at: datetime) -> datetime:
 def _why(err: BaseException) -> str:
     """The driver's own message (SQLAlchemy's wraps it with the SQL and a link), redacted."""
     orig = getattr(err, "orig", None)
-    return redact(str(orig if orig is not None else err).strip().splitlines()[0])
+    cause = orig if orig is not None else err
+    return redact((str(cause).strip().splitlines() or [type(cause).__name__])[0])
