@@ -71,10 +71,13 @@ class SqlState(MemoryState):
         self._ledger_seq0 = 0  # the charge order of self.ledger[0] (older entries stay unloaded)
         self._saved_ledger = 0  # entries already written
         self._saved: dict[str, Any] = {}  # the small tables as last written (set by _load)
-        with engine.begin() as conn:
-            if lease is not None:
-                lease.take(conn)
-            self._load(conn)
+        with engine.connect() as conn:
+            if lease is None and engine.dialect.name == "postgresql":  # a reader beside a controller's
+                conn.execution_options(isolation_level="REPEATABLE READ")  # commits: all from one snapshot
+            with conn.begin():
+                if lease is not None:
+                    lease.take(conn)
+                self._load(conn)
 
     @classmethod
     def open(cls, url: str, cluster: str = "default", *, lease_s: float = LEASE_S,
