@@ -297,6 +297,10 @@ class GcpProvider:
                 continue
             try:
                 op = self._delete(zone, node_id, naming.gce_request_id(request_id, "delete", node_id))
+                for _ in range(5):  # GCE answers a requestId whose delete failed with that failure again:
+                    if op is None or from_operation(op, "") is None:  # delete under one derived from it
+                        break
+                    op = self._delete(zone, node_id, naming.gce_request_id(request_id, "delete", node_id, op.name))
             except ProviderError as err:
                 errors.append(err)
                 continue

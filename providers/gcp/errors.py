@@ -117,7 +117,8 @@ def operation_errors(op: Any) -> list[tuple[str, str]]:
 
 
 def from_operation(op: Any, what: str, offering_key: str = "") -> ProviderError | None:
-    """The error a DONE zone Operation ended with, or None when it succeeded."""
+    """The error a DONE zone Operation ended with, or None when it succeeded. Never a retryable one:
+    GCE answers a repeated requestId with this same Operation, so only a new request id can help."""
     errors = operation_errors(op)
     if not errors:
         return None
@@ -129,13 +130,11 @@ def from_operation(op: Any, what: str, offering_key: str = "") -> ProviderError 
     elif codes & QUOTA_CODES:
         cls = QuotaError
     elif "RATE_LIMIT_EXCEEDED" in codes:
-        cls = ThrottledError
+        cls = ProviderError  # not ThrottledError: a retry under the same requestId gets this Operation again
     elif codes & {"PERMISSIONS_ERROR", "PERMISSION_DENIED"} or http in (401, 403):
         cls = AuthError
     elif codes & {"RESOURCE_NOT_FOUND", "NOT_FOUND"} or http == 404:
         cls = NotFoundError
-    elif http >= 500:
-        cls = TransientError
-    else:
+    else:  # a 5xx too: not TransientError, for the same reason
         cls = ProviderError
     return _make(cls, what, detail, offering_key)
