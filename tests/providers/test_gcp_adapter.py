@@ -250,8 +250,8 @@ def test_missing_credentials_name_every_place_looked(monkeypatch: pytest.MonkeyP
     with pytest.raises(AuthError) as info:
         from_config(GcpConfig(project="p"), cluster="c1", user_data=lambda o: "")
     text = str(info.value)
-    assert "GOOGLE_APPLICATION_CREDENTIALS" in text and "application_default_credentials.json" in text
-    assert "metadata server" in text
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in text and "metadata server" in text
+    assert str(tmp_path / "application_default_credentials.json") in text  # where $CLOUDSDK_CONFIG points
 
 
 def test_a_broken_key_file_does_not_leak_its_contents(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:

@@ -299,13 +299,3 @@ def test_all_pages_of_the_instance_listing_are_read(b: GcpBackend) -> None:
     assert len(b.provider().list_nodes()) == 501
     lists = [r for r in b.compute.requests if r["path"].endswith("/aggregated/instances")]
     assert len(lists) == 2 and lists[1]["query"]["pageToken"] == "500"
-
-
-def test_missing_credentials_name_the_cloudsdk_config_folder(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
-    monkeypatch.setenv("NO_GCE_CHECK", "True")
-    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
-    with pytest.raises(AuthError) as info:
-        from_config(GcpConfig(project="p"), cluster="c1", user_data=lambda o: "")
-    assert str(tmp_path / "application_default_credentials.json") in str(info.value)

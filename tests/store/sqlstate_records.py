@@ -17,6 +17,19 @@ SPOT = Offering("aws", "us-east-1", "us-east-1a", "p4d.24xlarge", "A100", 8, Mar
 ON_DEMAND = Offering("gcp", "us-central1", "us-central1-a", "a2-highgpu-1g", "A100", 1, Market.ON_DEMAND, 3.6734)
 
 
+class Wall:
+    """A wall clock the test moves (to the microsecond), from ``start``."""
+
+    def __init__(self, start: datetime = T0) -> None:
+        self.t = start
+
+    def __call__(self) -> datetime:
+        return self.t
+
+    def advance(self, s: float) -> None:
+        self.t += timedelta(seconds=s)
+
+
 def _record(node_id: str, offering: Offering, **kw: object) -> NodeRecord:
     base: dict[str, object] = {"node_id": node_id, "provider": offering.provider, "offering": offering,
                                "request_id": f"req-{node_id}", "launched_at": T0, "state": NodeState.REQUESTED,

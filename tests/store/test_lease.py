@@ -11,22 +11,10 @@ from burster.errors import StoreError
 from burster.model import Market, Offering
 from burster.plan import Launch
 from burster.sqlstate import SqlState
+from tests.store.sqlstate_records import Wall
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
 SPOT = Offering("aws", "us-east-1", "us-east-1a", "g5.xlarge", "A10G", 1, Market.SPOT, 0.5)
-
-
-class Wall:
-    """A wall clock the test moves."""
-
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        return self.t
-
-    def advance(self, s: float) -> None:
-        self.t += timedelta(seconds=s)
 
 
 def test_a_second_controller_is_refused_until_the_first_gives_the_cluster_back(store_url: str) -> None:
@@ -42,7 +30,7 @@ def test_a_second_controller_is_refused_until_the_first_gives_the_cluster_back(s
 
 
 def test_a_lapsed_lease_is_taken_over_and_its_old_holder_writes_and_launches_nothing(store_url: str) -> None:
-    wall = Wall()
+    wall = Wall(T0)
     old = SqlState.open(store_url, lease_s=60, now=wall)
     wall.advance(61)  # the old controller hung: no pass wrote for a minute
     new = SqlState.open(store_url, lease_s=60, now=wall)
@@ -58,7 +46,7 @@ def test_a_lapsed_lease_is_taken_over_and_its_old_holder_writes_and_launches_not
 
 
 def test_passes_keep_the_lease_even_when_they_change_nothing(sqlite_url: str) -> None:
-    wall = Wall()
+    wall = Wall(T0)
     running = SqlState.open(sqlite_url, lease_s=60, now=wall)
     for _ in range(9):  # 90 s of passes that write nothing
         wall.advance(10)
@@ -100,7 +88,7 @@ def test_of_two_controllers_taking_a_cluster_at_once_one_is_refused(store_url: s
 
     engine = sa.create_engine(store_url)
     upgrade(engine)
-    wall = Wall()
+    wall = Wall(T0)
     with engine.begin() as conn:
         conn.execute(sa.delete(leases))
         if left_behind == "a lapsed lease":

@@ -22,20 +22,7 @@ from burster.plan import Launch
 from burster.sqlschema import leases
 from burster.sqlstate import HISTORY, SqlState
 from burster.state import EndWatch
-from tests.store.sqlstate_records import SPOT, T0, _ended, _entry, _record
-
-
-class Wall:
-    """A wall clock the test moves (to the microsecond)."""
-
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        return self.t
-
-    def advance(self, s: float) -> None:
-        self.t += timedelta(seconds=s)
+from tests.store.sqlstate_records import SPOT, T0, Wall, _ended, _entry, _record
 
 
 def _fail_next_commit(monkeypatch: pytest.MonkeyPatch, url: str, *, written: bool, message: str = "reset") -> None:
