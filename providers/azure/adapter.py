@@ -315,8 +315,7 @@ class AzureProvider:
         """Whether VM ``name`` is Failed: its create's operation failed with a retryable code (a
         failure of the status reads looks the same). False when it cannot be read: still coming."""
         try:
-            vm = self._call(lambda: vms.wire(self._vms.get(self._rg, name)), doing=f"reading VM {name}",
-                            attempts=1)
+            vm = self._get_vm(name, attempts=1)
         except ProviderError:
             return False
         return vms.state_of(vm) is NodeState.FAILED
@@ -325,11 +324,15 @@ class AzureProvider:
         """The VM ``name`` if ARM made it for this request (a PUT failed: its answer may have been
         lost) and it is not Failed; None when it is not there. Raises when it cannot be read."""
         try:
-            vm = self._call(lambda: vms.wire(self._vms.get(self._rg, name)), doing=f"reading VM {name}")
+            vm = self._get_vm(name)
         except NotFoundError:
             return None
         ours = vms.is_ours(vm, self._cluster) and (vm.get("tags") or {}).get(vms.REQUEST_TAG) == request_id
         return vm if ours and vms.state_of(vm) is not NodeState.FAILED else None
+
+    def _get_vm(self, name: str, attempts: int = 0) -> dict[str, Any]:
+        return self._call(lambda: vms.wire(self._vms.get(self._rg, name)), doing=f"reading VM {name}",
+                          attempts=attempts)
 
     def _gone(self, name: str, made: bool, offering: Offering, request_id: str, labels: Mapping[str, str],
               record: Record) -> Node:
