@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, delete, insert, or_, select, update
+from sqlalchemy import Connection, Engine, delete, insert, inspect, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from burster.clock import utc_now
@@ -75,3 +75,14 @@ class Lease:
         return (f"cluster {self.cluster!r} is being written by {holder} (lease until {until:%Y-%m-%d %H:%M:%S} UTC): "
                 "one controller writes a cluster's state at a time; stop the other one, or wait for its lease "
                 "to lapse, or give this one its own cluster ([controller] cluster)")
+
+
+def holders(engine: Engine, now: datetime) -> list[str]:
+    """Every controller whose lease on a cluster of this database has not lapsed ("cluster: holder");
+    none where the schema has no lease table yet."""
+    if not inspect(engine).has_table(leases.name):
+        return []
+    with engine.connect() as conn:
+        rows = conn.execute(select(leases.c.cluster, leases.c.holder).where(leases.c.expires_at > now)
+                            .order_by(leases.c.cluster)).all()
+    return [f"{cluster}: {holder}" for cluster, holder in rows]

@@ -207,17 +207,39 @@ def upgrade(engine: Engine) -> None:
 
 def schema_lag(engine: Engine) -> str | None:
     """Why the database's schema is not the one this code reads (None when it is), changing nothing."""
-    from alembic.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
     head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
-    with engine.connect() as conn:
-        current = MigrationContext.configure(conn).get_current_revision()
+    current = _revision(engine)
     if current == head:
         return None
     if current is None:
         return "it holds no burster state (no schema)"
     return f"its schema is at revision {current}, this burster reads {head}"
+
+
+def migrates_from_older(engine: Engine) -> bool:
+    """Whether opening the store would migrate an older schema this code knows (not an empty
+    database, not the newest revision, not a newer burster's)."""
+    from alembic.script import ScriptDirectory
+    from alembic.util import CommandError
+
+    script = ScriptDirectory.from_config(_alembic_config())
+    current = _revision(engine)
+    if current is None or current == script.get_current_head():
+        return False
+    try:
+        return script.get_revision(current) is not None
+    except CommandError:  # a revision a newer burster wrote
+        return False
+
+
+def _revision(engine: Engine) -> str | None:
+    from alembic.migration import MigrationContext
+
+    with engine.connect() as conn:
+        current: str | None = MigrationContext.configure(conn).get_current_revision()
+    return current
 
 
 def _alembic_config() -> Any:

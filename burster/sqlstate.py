@@ -26,7 +26,7 @@ from burster.lifecycle import NodeState
 from burster.model import CheckpointTicket, Interruption, Offering
 from burster.plan import Launch
 from burster.redact import redact, redact_url
-from burster.sqllease import LEASE_S, Lease
+from burster.sqllease import LEASE_S, Lease, holders
 from burster.sqlrows import KEYED, ledger_entry_of, ledger_row, node_row, record_of
 from burster.sqlschema import (
     blocks,
@@ -36,6 +36,7 @@ from burster.sqlschema import (
     launch_json,
     launch_times,
     ledger,
+    migrates_from_older,
     nodes,
     notices,
     offering_from,
@@ -108,6 +109,11 @@ class SqlState(MemoryState):
                     raise StoreError(f"cannot be read: {lag}; a controller opening it migrates it, or run "
                                      "the Alembic upgrade in docs/state.md")
             else:
+                busy = holders(engine, lease.now()) if migrates_from_older(engine) else []
+                if busy:  # an older burster still writing would meet tables it does not know
+                    raise StoreError(f"its schema needs migrating ({schema_lag(engine)}), but older controllers "
+                                     f"still write it ({'; '.join(busy)}): stop them, or let their leases "
+                                     "lapse, then start this one")
                 upgrade(engine)
             return cls(engine, cluster, lease, history)
         except SQLAlchemyError as err:

@@ -102,3 +102,38 @@ def test_an_upgrade_cut_short_leaves_the_schema_as_it_was(store_url: str, monkey
         assert "burster_interruption_notices" not in sa.inspect(conn).get_table_names()
     engine.dispose()
     SqlState.open(store_url).close()  # upgraded whole now
+
+
+def test_a_migration_waits_for_the_older_controllers_still_writing(store_url: str) -> None:
+    """A newer burster opening a store an older one still writes (a lease that has not lapsed, on
+    any cluster) would change the schema under it: it is refused, naming the holders, and migrates
+    once their leases lapse. A store already at this burster's schema opens beside them as before."""
+    from datetime import timedelta
+
+    from alembic import command
+
+    from burster.sqlschema import _alembic_config, leases
+    from tests.store.sqlstate_records import T0, Wall
+
+    engine = sa.create_engine(store_url)
+    cfg = _alembic_config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0002")  # the older burster's schema, leases included
+        conn.execute(sa.insert(leases).values(cluster="gpu-a", holder="old-host:7:abcd1234",
+                                              expires_at=T0 + timedelta(seconds=60)))
+    wall = Wall()
+    refused = (r"needs migrating \(its schema is at revision 0002, this burster reads 0003\), but older "
+               r"controllers still write it \(gpu-a: old-host:7:abcd1234\)")
+    with pytest.raises(StoreError, match=refused):
+        SqlState.open(store_url, "gpu-b", now=wall)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == "0002"
+    wall.advance(60)  # the older controller's lease lapsed: it stopped
+    SqlState.open(store_url, "gpu-b", now=wall).close()
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == "0003"
+    other = SqlState.open(store_url, "gpu-c", now=wall)  # at this schema already: holders don't matter
+    SqlState.open(store_url, "gpu-d", now=wall).close()
+    other.close()
+    engine.dispose()
