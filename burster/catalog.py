@@ -74,6 +74,10 @@ class _Row:
             raise InputError(f"{self.file}: row {self.line}, column {column!r}: {raw} is above the maximum {top:g}")
         return value
 
+    def price(self, column: str) -> float | None:
+        """A price cell: None where it is empty or 0 (no offer in that market)."""
+        return self.number(column, optional=True) or None
+
     def gpus(self) -> int:
         """AcceleratorCount as a whole number; 0 when it is not a whole number >= 1 (row skipped)."""
         count = self.number("AcceleratorCount") or 0.0
@@ -140,8 +144,7 @@ def load_aws(path: Path) -> list[Offering]:
             skipped[NO_GPUS] += 1
             continue
         pair = _pair("aws", row.text("Region"), row.text("AvailabilityZone"), row.text("InstanceType"),
-                     row.text("AcceleratorName"), gpus, row.number("Price", optional=True),
-                     row.number("SpotPrice", optional=True))
+                     row.text("AcceleratorName"), gpus, row.price("Price"), row.price("SpotPrice"))
         if not pair:
             skipped[NO_PRICE] += 1
         for o in pair:
@@ -159,8 +162,8 @@ def load_azure(path: Path) -> list[Offering]:
         if gpus <= 0:
             skipped[NO_GPUS] += 1
             continue
-        price = row.number("Price", optional=True)
-        spot = row.number("SpotPrice", optional=True)
+        price = row.price("Price")
+        spot = row.price("SpotPrice")
         if spot is not None and price is not None and spot >= price:
             spot = None  # no spot discount recorded: treat as no spot offer (documented, not reported)
         region = row.text("Region")
@@ -190,7 +193,7 @@ def load_gcp(path: Path) -> list[Offering]:
             hosts.append(row)
         else:
             key = (row.text("AvailabilityZone"), row.text("AcceleratorName"), row.gpus())
-            accel[key] = (row.number("Price", optional=True), row.number("SpotPrice", optional=True))
+            accel.setdefault(key, (row.price("Price"), row.price("SpotPrice")))  # first of duplicate rows
     out: list[Offering] = []
     for row in hosts:
         itype, zone = row.text("InstanceType"), row.text("AvailabilityZone")
@@ -200,7 +203,7 @@ def load_gcp(path: Path) -> list[Offering]:
                     else "of host VMs with no accelerator row for their zone (skipped)"] += 1
             continue
         a_od, a_spot = accel[(zone, gpu[0], gpu[1])]
-        h_od, h_spot = row.number("Price", optional=True), row.number("SpotPrice", optional=True)
+        h_od, h_spot = row.price("Price"), row.price("SpotPrice")
         od = h_od + a_od if h_od is not None and a_od is not None else None
         spot = h_spot + a_spot if h_spot is not None and a_spot is not None else None
         if spot is not None and od is not None and spot >= od:

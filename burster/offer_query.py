@@ -61,7 +61,7 @@ def _resolve(what: str, flag: str, given: str, valid: Iterable[str]) -> str:
 
 
 def _market(given: str) -> str:
-    return _resolve("market", "--market", given.replace("-", "_").replace(" ", "_"), MARKETS)
+    return _resolve("market", "--market", given.strip().replace("-", "_").replace(" ", "_"), MARKETS)
 
 
 def resolve_filter(offerings: Sequence[Offering], flt: OfferFilter) -> OfferFilter:
