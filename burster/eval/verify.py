@@ -73,7 +73,9 @@ def problems(instance: Instance, schedule: Sequence[Assignment], boot_s: float =
 def _overcommit(what: str, events: list[tuple[float, int]], capacity: int) -> list[str]:
     """The first instant the (start, +GPUs) / (end, -GPUs) ``events`` use more than ``capacity``, if any."""
     used = 0
-    for when, delta in sorted(events, key=lambda e: (e[0], e[1])):  # ends before starts at the same instant
+    # ends before starts at the same instant, within TOL_S: a run's end is its start plus a runtime in
+    # floating point (0 + 1.1 x 3600 ends at 3960.0000000000005, when a run that starts at 3960 may follow)
+    for when, delta in sorted(events, key=lambda e: (e[0] - TOL_S if e[1] < 0 else e[0], e[1])):
         used += delta
         if used > capacity:
             return [f"{what} over-committed at {when}: {used} > {capacity} GPUs"]
