@@ -249,7 +249,7 @@ def solve_prices(j: RunJobs, slots: int, slot_s: float, reserved_gpus: int, *, k
     cloud_s = np.maximum(s - a - b, 0.0)
     keep = (cloud_s == 0) | np.isfinite(p)
     own, s, e, cloud_s, p = own[keep], s[keep], e[keep], cloud_s[keep], p[keep]
-    cost = j.gpus[own] * np.where(cloud_s > 0, p * cloud_s, 0.0)
+    cost = j.gpus[own] * np.multiply(p, cloud_s, out=np.zeros_like(cloud_s), where=cloud_s > 0)  # (p may be inf at 0 s)
     n_cols = len(own)
     b0 = np.floor(s / block_s).astype(np.int64)
     nb = np.where(e > s, np.ceil(e / block_s - 1e-9).astype(np.int64) - b0, 0)
