@@ -144,16 +144,13 @@ def lagrangian_usd(j: RunJobs, lam: FloatArray, slot_s: float, reserved_gpus: in
 
 def job_minima(j: RunJobs, lam: FloatArray, slot_s: float) -> FloatArray:
     """Per (merged) job: min over s of f_j(s) at prices ``lam`` (one job of its ``count``)."""
-    return _lagrangian(j, lam, slot_s, 0)[2]
+    return _lagrangian(j, lam, slot_s, 0)[1]
 
 
-def _lagrangian(j: RunJobs, lam: FloatArray, slot_s: float,
-                reserved_gpus: int) -> tuple[float, FloatArray, FloatArray]:
-    """L(lam), a supergradient (reserved GPU-seconds per slot of the cheapest runs minus the pool's),
-    and each job's min f_j."""
-    slots = len(lam)
+def _lagrangian(j: RunJobs, lam: FloatArray, slot_s: float, reserved_gpus: int) -> tuple[float, FloatArray]:
+    """L(lam) and each job's min f_j."""
     if len(j.arrival) == 0:
-        return 0.0, -reserved_gpus * slot_s * np.ones(slots), np.zeros(0)
+        return 0.0, np.zeros(0)
     slots = len(lam)
     finite = j.price[np.isfinite(j.price)]
     top = float(finite.max()) if len(finite) else 0.0
@@ -177,39 +174,10 @@ def _lagrangian(j: RunJobs, lam: FloatArray, slot_s: float,
     order = np.argsort(own, kind="stable")
     own_sorted = own[order]
     first = np.flatnonzero(np.concatenate(([True], own_sorted[1:] != own_sorted[:-1])))
-    sorted_cost = cost[order]
-    best = np.minimum.reduceat(sorted_cost, first)
+    best = np.minimum.reduceat(cost[order], first)
     if not np.all(np.isfinite(best)):
-        return float("-inf"), np.zeros(slots), best
-    value = float((j.count * best).sum() - reserved_gpus * slot_s * lam.sum())
-    # the argmin run of each job, spread over slots (a difference array of GPU-seconds)
-    pick = order[first + _argmin_segments(sorted_cost, first)]
-    used = _usage(s[pick], e[pick], j.gpus * j.count, slots, slot_s)
-    return value, used - reserved_gpus * slot_s, best
-
-
-def _argmin_segments(values: FloatArray, first: IntArray) -> IntArray:
-    """Offset of the minimum inside each segment [first[i], first[i + 1])."""
-    seg = np.repeat(np.arange(len(first)), np.diff(np.append(first, len(values))))
-    order = np.lexsort((values, seg))
-    return np.asarray(order[first] - first)
-
-
-def _usage(s: FloatArray, e: FloatArray, gpus: FloatArray, slots: int, slot_s: float) -> FloatArray:
-    """GPU-seconds per slot of runs [s, e) of ``gpus`` GPUs."""
-    cum = np.zeros(slots + 2)
-
-    def add(x: FloatArray, g: FloatArray) -> None:
-        k = np.minimum(np.floor(x / slot_s).astype(np.int64), slots)
-        frac = x - k * slot_s
-        np.add.at(cum, k, g * (slot_s - frac))
-        np.add.at(cum, k + 1, g * frac)
-
-    ok = e > s
-    add(s[ok], gpus[ok])
-    add(e[ok], -gpus[ok])
-    rate = np.cumsum(cum)[:slots]  # GPU-seconds per slot
-    return rate
+        return float("-inf"), best
+    return float((j.count * best).sum() - reserved_gpus * slot_s * lam.sum()), best
 
 
 def _lp_columns(j: RunJobs, block_s: float) -> tuple[IntArray, FloatArray]:
