@@ -46,7 +46,7 @@ class CostConfig(_Section):
     onprem_usd_per_gpu_hour: float = Field(default=1.20, ge=0, le=100)
     restart_overhead_s: float = Field(default=300.0, ge=0, le=86_400)
     wait_value_usd_per_gpu_hour: float = Field(default=2.5, ge=0, le=1000)
-    deadline_miss_usd: float = Field(default=500.0, ge=0)
+    deadline_miss_usd: float = Field(default=500.0, ge=0, allow_inf_nan=False)  # inf: 0 x inf = nan $
     spot_interruptions_per_hour: float = Field(default=0.05, ge=0, le=10)
     launch_latency_s: float = Field(default=180.0, ge=0, le=3600)
     launch_latency_sigma: float = Field(default=0.25, ge=0, le=2)

@@ -21,14 +21,17 @@ def redact_url(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     if sep and "@" in rest:
         url = f"{scheme}://***@{rest.rpartition('@')[2]}"
+    elif not sep and "@" in url:  # "admin:pass word@host"
+        url = f"***@{url.rpartition('@')[2]}"
     cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=-1)
     return redact(url if cut < 0 else url[:cut] + "?***")
 
 
 def redact_value(value: object) -> object:
-    """``value`` with every string in it (also inside lists and maps) passed through ``redact``."""
+    """``value`` with every string in it (also inside lists and maps) masked as a whole URL (``redact_url``):
+    a config value is one URL or name, and its password may hold a quote or a space."""
     if isinstance(value, str):
-        return redact(value)
+        return redact_url(value)
     if isinstance(value, list | tuple):
         return [redact_value(v) for v in value]
     if isinstance(value, dict):
