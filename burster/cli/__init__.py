@@ -53,9 +53,9 @@ class _Stderr(logging.Handler):
 
 
 def show_load_summaries() -> None:
-    """Let the trace and price-catalog loaders' one-line summaries (what loaded, which rows were
-    left out and why) reach stderr."""
-    for name in ("burster.traces", "burster.catalog"):
+    """Let the trace, price-catalog and signals-file loaders' one-line summaries (what loaded, which
+    rows or columns were left out and why) reach stderr."""
+    for name in ("burster.traces", "burster.catalog", "burster.signals"):
         logger = logging.getLogger(name)
         if not any(isinstance(h, _Stderr) for h in logger.handlers):
             logger.addHandler(_Stderr())
