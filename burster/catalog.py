@@ -2,8 +2,9 @@
 
 Format notes (see burster/data/prices/NOTICE.md): AWS and Azure rows price the whole instance;
 GCP GPU machine types are priced as the host-VM row plus the accelerator row of the same zone.
-An empty (or zero) price means no offer in that market; a row whose AcceleratorCount is not a
-whole number >= 1 (a partial-GPU VM) is skipped. A file may be gzip-compressed (``*.csv.gz``).
+An empty (or zero) price means no offer in that market; a row whose AcceleratorCount is empty (a
+CPU-only VM of a full SkyPilot vms.csv) or not a whole number >= 1 (a partial-GPU VM) is skipped.
+A file may be gzip-compressed (``*.csv.gz``).
 Known catalog quirks are corrected here and listed in ``QUIRKS``.
 """
 
@@ -79,8 +80,8 @@ class _Row:
         return self.number(column, optional=True) or None
 
     def gpus(self) -> int:
-        """AcceleratorCount as a whole number; 0 when it is not a whole number >= 1 (row skipped)."""
-        count = self.number("AcceleratorCount") or 0.0
+        """AcceleratorCount as a whole number; 0 when it is empty or not a whole number >= 1 (row skipped)."""
+        count = self.number("AcceleratorCount", optional=True) or 0.0
         return int(count) if count >= 1 and count.is_integer() else 0
 
 
@@ -92,6 +93,9 @@ def _rows(path: Path, required: Iterable[str]) -> list[_Row]:
         missing = [c for c in required if c not in header]
         if missing:
             raise InputError(f"{path}: header lacks column(s) {', '.join(missing)}")
+        twice = [c for c in required if header.count(c) > 1]
+        if twice:
+            raise InputError(f"{path}: header names column(s) {', '.join(twice)} more than once; keep one")
         rows = []
         for cells in reader:
             if not cells:
@@ -115,7 +119,7 @@ def _pair(provider: str, region: str, zone: str, itype: str, gpu: str, gpus: int
     return out
 
 
-NO_GPUS = "with AcceleratorCount not a whole number >= 1 (skipped)"
+NO_GPUS = "with AcceleratorCount empty or not a whole number >= 1 (skipped)"
 NO_PRICE = "with neither Price nor SpotPrice above 0 (skipped)"
 
 

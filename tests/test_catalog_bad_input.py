@@ -87,7 +87,7 @@ def test_a_gzipped_catalog_loads_and_a_damaged_one_names_the_file(tmp_path: Path
 
 
 @pytest.mark.parametrize(("row", "why"), [
-    ("p3.2xlarge,V100,0.5,8,61,3.06,0.9,us-east-1,use1-az1\n", "AcceleratorCount not a whole number >= 1"),
+    ("p3.2xlarge,V100,0.5,8,61,3.06,0.9,us-east-1,use1-az1\n", "AcceleratorCount empty or not a whole number >= 1"),
     ("p3.2xlarge,V100,1,8,61,0,,us-east-1,use1-az1\n", "neither Price nor SpotPrice above 0"),
 ])
 def test_a_file_with_no_usable_row_says_which_file_and_why(tmp_path: Path, row: str, why: str) -> None:
@@ -138,7 +138,8 @@ def test_rows_left_out_of_a_usable_file_are_reported_on_stderr(tmp_path: Path,
                                 "g4ad.xlarge,V520,0.5,4,16,0.38,0.1,us-east-1,use1-az1\n")
     assert main(["offerings", "--prices", str(tmp_path), "--json"]) == 0
     err = capsys.readouterr().err
-    said = f"burster: {tmp_path / AWS}: 2 offerings; 1 row(s) with AcceleratorCount not a whole number >= 1 (skipped)"
+    said = (f"burster: {tmp_path / AWS}: 2 offerings; "
+            "1 row(s) with AcceleratorCount empty or not a whole number >= 1 (skipped)")
     assert said in err
 
 
@@ -154,3 +155,32 @@ def test_a_spot_price_not_below_on_demand_gives_no_spot_offer_and_no_line_on_std
         ("Standard_NC12s_v3", "on_demand"), ("Standard_NC12s_v3", "spot"), ("Standard_NC6s_v3", "on_demand")]
     assert main(["offerings", "--prices", str(tmp_path), "--provider", "azure", "--json"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_cpu_only_rows_of_a_full_skypilot_file_are_skipped_and_counted(tmp_path: Path,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """SkyPilot's unsubset vms.csv lists CPU-only VMs with empty AcceleratorName and AcceleratorCount;
+    such a file was refused whole ("'' is not a number")."""
+    _aws(tmp_path, "m5.large,,,2.0,8.0,0.096,0.0346,us-east-1,use1-az1\n",
+         "c5.xlarge,,,4.0,8.0,0.17,0.06,us-east-1,use1-az2\n")
+    (tmp_path / FILES["azure"]).write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,Generation\n"
+        "Standard_D2s_v3,,,2.0,8,,0.096,0.0192,eastus,\"V1,V2\"\n"
+        "Standard_NC6s_v3,V100,1,6.0,112,V100,3.06,0.6,eastus,\"V1,V2\"\n")
+    with caplog.at_level("INFO", logger="burster.catalog"):
+        offers = load_catalog(tmp_path, providers=["aws", "azure"])
+    assert sorted({o.instance_type for o in offers}) == ["Standard_NC6s_v3", "p3.2xlarge"]
+    assert "2 row(s) with AcceleratorCount empty or not a whole number >= 1 (skipped)" in caplog.text
+    assert "1 row(s) with AcceleratorCount empty or not a whole number >= 1 (skipped)" in caplog.text
+
+
+@pytest.mark.parametrize("provider", ["aws", "azure", "gcp"])
+def test_a_header_naming_a_read_column_twice_is_refused(tmp_path: Path, provider: str) -> None:
+    """csv rows became dicts, so the last of two 'Price' columns won without a word."""
+    header = {"aws": HEADER, "azure": "InstanceType,AcceleratorName,AcceleratorCount,Price,SpotPrice,Region\n",
+              "gcp": "InstanceType,AcceleratorName,AcceleratorCount,Region,AvailabilityZone,Price,SpotPrice\n"}
+    path = tmp_path / FILES[provider]
+    path.write_text(header[provider].replace("Price,", "Price,Price,", 1) + "x\n")
+    with pytest.raises(InputError) as info:
+        load_catalog(tmp_path, providers=[provider])
+    assert str(info.value) == f"{path}: header names column(s) Price more than once; keep one"
