@@ -13,7 +13,7 @@ from typing import Any
 
 from burster.cli import finite_float
 from burster.config import load_config, parse_config
-from burster.errors import ConfigError
+from burster.errors import ConfigError, StoreError
 from burster.plan import DecisionLog
 from burster.reconciler import PassReport
 from policies.estimates import runtime_corrections
@@ -155,10 +155,13 @@ def _store(url: str, cluster: str) -> Any:
     from burster.redact import redact_url
     from burster.sqlstate import SqlState
 
-    state = SqlState.open(url, cluster)
+    try:
+        state = SqlState.open(url, cluster)
+    except (ConfigError, StoreError) as err:  # the flag the user gave, not the config key's name alone
+        raise type(err)(f"--store: {err}") from err
     if not state.empty:
         state.close()
-        raise ConfigError(f"--store {redact_url(url)!r} already holds state for cluster {cluster!r}: give a new "
+        raise ConfigError(f"--store: {redact_url(url)!r} already holds state for cluster {cluster!r}: give a new "
                           "database, or a new cluster name with --config ([controller] cluster = \"...\")")
     return state
 

@@ -64,8 +64,9 @@ def test_a_simulation_that_cannot_run_leaves_no_store_behind(tmp_path: Path,
 
 def test_a_bad_store_url_is_a_usage_error_without_its_password(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--demo", "--days", "0.25", "--store", "sim.db"]) == 2
-    assert "is not a database URL" in capsys.readouterr().err
+    assert "burster: error: --store: store.url 'sim.db' is not a database URL" in capsys.readouterr().err
     assert main(["simulate", "--demo", "--days", "0.25", "--store",
                  "postgresql+psycopg2://sim:s3cret-pw@127.0.0.1:1/sim"]) == 2
     err = capsys.readouterr().err
-    assert "cannot be opened" in err and "s3cret-pw" not in err
+    assert "burster: error: --store: state store 'postgresql+psycopg2://***@127.0.0.1:1/sim' cannot be opened" in err
+    assert "s3cret-pw" not in err
