@@ -126,7 +126,7 @@ class Row:
 
 def csv_rows(path: Path, required: Sequence[str], what: str = TRACE_FILE) -> Iterator[Row]:
     """Rows of a CSV file (a ``what``, for errors) whose header must hold ``required`` columns
-    (names stripped of spaces).
+    (names stripped of spaces; a name given twice is an error, unnamed columns may repeat).
 
     A row's number is its line in the file (the header is 1; blank lines count, as an editor shows
     them); a row with more cells than the header has columns, or a quoted cell running over lines
@@ -136,6 +136,7 @@ def csv_rows(path: Path, required: Sequence[str], what: str = TRACE_FILE) -> Ite
     try:
         header = [h.strip() for h in reader.fieldnames or []]
         reader.fieldnames = header
+        _refuse_duplicates(path, header)
         missing = [c for c in required if c not in header]
         if missing:
             raise InputError(
@@ -157,9 +158,21 @@ def csv_rows(path: Path, required: Sequence[str], what: str = TRACE_FILE) -> Ite
                 raise InputError(f"{path}: rows {first}-{last}: a quoted cell runs over {last - first + 1} lines; "
                                  f"look for an unclosed quote on row {first}")
             yield Row(path, last, cells)
-    except csv.Error as exc:
-        where = f"row {last + 1}" if reader.line_num <= last + 1 else f"rows {last + 1}-{reader.line_num}"
+    except csv.Error as exc:  # the DictReader's line_num stays at the last good row: ask its csv reader
+        line = reader.reader.line_num
+        where = f"row {last + 1}" if line <= last + 1 else f"rows {last + 1}-{line}"
         raise InputError(f"{path}: {where}: not readable as CSV ({exc}); look for an unclosed quote") from None
+
+
+def _refuse_duplicates(path: Path, header: list[str]) -> None:
+    """A column named twice is an error: a row's cells would keep only the last one's value."""
+    for name, count in Counter(h for h in header if h).items():
+        if count > 1:
+            places = ", ".join(str(i) for i, h in enumerate(header, 1) if h == name)
+            raise InputError(
+                f"{path}: row 1 (header): column {name!r} appears {count} times (columns {places}); "
+                "rename or remove all but one"
+            )
 
 
 def finish_trace(path: Path, jobs: list[Demand], tally: Counter[str], counts: Counter[str] | None,
