@@ -76,7 +76,8 @@ class Controller:
         if any(c.isspace() or ord(c) < 32 for c in parts.path + parts.query):
             raise ConfigError(f"--controller {redact_url(url)!r}: a space or control character in the URL; "
                               "percent-encode it (%20)")
-        host = parts.hostname + (f":{port}" if port else "")
+        name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # an IPv6 address keeps its []
+        host = name + (f":{port}" if port else "")
         path = parts.path.rstrip("/") + INVENTORY_PATH
         self.url = urllib.parse.urlunsplit((parts.scheme, host, path, parts.query, ""))
         self.shown = urllib.parse.urlunsplit((parts.scheme, host, path, "", ""))

@@ -7,6 +7,7 @@ query on a GPU raises ``ProviderError``.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,17 +84,26 @@ def _utilization(nvml: Any, handle: Any) -> int | None:
         return None
 
 
+def _older_driver(nvml: Any, err: Exception) -> bool:
+    """Whether ``err`` says the driver lacks the v3 process query: NVMLLibraryMismatchError (no NVMLError)
+    from nvidia-ml-py 12.550+, or NVMLError_FunctionNotFound from 12.535, which calls v3 unguarded."""
+    mismatch = getattr(nvml, "NVMLLibraryMismatchError", None)
+    return isinstance(err, nvml.NVMLError_FunctionNotFound) or (mismatch is not None and isinstance(err, mismatch))
+
+
 def _processes(nvml: Any, handle: Any) -> tuple[GpuProcess, ...]:
-    mismatch = getattr(nvml, "NVMLLibraryMismatchError", None)  # pynvml 12+: an older driver than its v3 call
     try:
         procs = nvml.nvmlDeviceGetComputeRunningProcesses(handle)
     except nvml.NVMLError_NotSupported:
         return ()
-    except Exception as err:  # (NVMLLibraryMismatchError is no NVMLError)
-        if mismatch is None or not isinstance(err, mismatch):
+    except Exception as err:
+        if not _older_driver(nvml, err):
             raise
+        v2 = getattr(nvml, "nvmlDeviceGetComputeRunningProcesses_v2", None)  # (12.535 has none)
+        if v2 is None:
+            return ()
         try:  # e.g. an R470 driver: the v2 call it has
-            procs = nvml.nvmlDeviceGetComputeRunningProcesses_v2(handle)
+            procs = v2(handle)
         except nvml.NVMLError:
             return ()
     return tuple(GpuProcess(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory) // MIB)
@@ -123,4 +133,11 @@ def read_inventory() -> tuple[GpuInfo, ...]:
         where = f"GPU {index}" if index >= 0 else "the GPU count"
         raise ProviderError(f"NVML failed reading {where}: {type(err).__name__}: {err}", provider="nvml") from None
     finally:
+        _stop(nvml)
+
+
+def _stop(nvml: Any) -> None:
+    """Shut NVML down; a failure there changes nothing read, so it neither hides the read's error nor
+    turns a good read into a traceback."""
+    with contextlib.suppress(nvml.NVMLError):
         nvml.nvmlShutdown()
