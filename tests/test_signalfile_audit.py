@@ -93,10 +93,11 @@ def test_every_optional_column_is_read_and_stripped(tmp_path: Path) -> None:
     assert a.announced_at is None  # no announced_at column: seen from the start
 
 
-def test_a_short_row_leaves_optional_cells_empty_and_a_blank_source_is_refused(tmp_path: Path) -> None:
+def test_a_short_row_and_a_blank_source_are_refused(tmp_path: Path) -> None:
+    """A row cut short (a file cut off mid-row) used to load with its last cells read as not given."""
     text = "source,gpu_hours,window_start,window_end,team,sprint\nS,5,2026-01-05T09:00:00Z,2026-01-05T13:00:00Z\n"
-    [a] = load_signals(write(tmp_path, text))
-    assert (a.signal.team, a.signal.sprint) == ("", "")
+    with pytest.raises(InputError, match=r"row 2, column 'team': missing value \(4 cells for 6 header columns\)"):
+        load_signals(write(tmp_path, text))
     with pytest.raises(InputError, match="row 2, column 'source': empty"):
         load_signals(write(tmp_path, HEADER + "   ,5,2026-01-05T09:00:00Z,2026-01-05T13:00:00Z,\n"))
 

@@ -129,8 +129,8 @@ def csv_rows(path: Path, required: Sequence[str], what: str = TRACE_FILE) -> Ite
     (names stripped of spaces; a name given twice is an error, unnamed columns may repeat).
 
     A row's number is its line in the file (the header is 1; blank lines count, as an editor shows
-    them); a row with more cells than the header has columns, or a quoted cell running over lines
-    (an unclosed quote), is an error, not cut short or read as one long cell."""
+    them); a row with more or fewer cells than the header has columns, or a quoted cell running over
+    lines (an unclosed quote), is an error, not cut short, padded or read as one long cell."""
     reader = csv.DictReader(textfile.text_lines(path, what))
     last = 0  # the line the last row read whole ended on; a CSV error is after it
     try:
@@ -157,11 +157,20 @@ def csv_rows(path: Path, required: Sequence[str], what: str = TRACE_FILE) -> Ite
                 first = last - breaks + (1 if any(v.endswith("\n") for v in texts) else 0)
                 raise InputError(f"{path}: rows {first}-{last}: a quoted cell runs over {last - first + 1} lines; "
                                  f"look for an unclosed quote on row {first}")
+            _refuse_cut(path, last, cells)
             yield Row(path, last, cells)
     except csv.Error as exc:  # the DictReader's line_num stays at the last good row: ask its csv reader
         line = reader.reader.line_num
         where = f"row {last + 1}" if line <= last + 1 else f"rows {last + 1}-{line}"
         raise InputError(f"{path}: {where}: not readable as CSV ({exc}); look for an unclosed quote") from None
+
+
+def _refuse_cut(path: Path, line: int, cells: dict[str, str | None]) -> None:
+    """A row with fewer cells than the header (a file cut off mid-row) is an error: its last cells
+    would read as values not given (a lost deadline made a strict job best effort)."""
+    if lacking := [k for k, v in cells.items() if v is None]:
+        raise InputError(f"{path}: row {line}, column {lacking[0]!r}: missing value ({len(cells) - len(lacking)} cells "
+                         f"for {len(cells)} header columns); give one cell per column, empty for a value not given")
 
 
 def _refuse_duplicates(path: Path, header: list[str]) -> None:

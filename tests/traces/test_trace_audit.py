@@ -217,3 +217,16 @@ def test_a_slurm_gres_gpu_entry_names_its_model_and_a_numeric_host_count_is_read
         write_sacct(tmp_path, [job(NEW_STYLE, tres__allocated=tres, allocation_nodes=..., nodes=4)])
     ).jobs
     assert (only.gpus, only.gpu_model, only.nodes) == (16, "A100", 4)
+
+
+def test_a_file_cut_off_mid_row_is_refused_not_read_with_its_last_cells_not_given(tmp_path: Path) -> None:
+    """The last row of a truncated file lost its deadline and job class: a strict job loaded as best
+    effort, without a word (too many cells were refused; too few were read as values not given)."""
+    head = "job_id,submit_time,gpus,runtime_s,deadline,job_class\n"
+    whole = "a,2026-03-02T09:00:00Z,8,3600,2026-03-02T12:00:00Z,strict\n"
+    assert load_trace(write(tmp_path, head + whole), "generic").jobs[0].deadline is not None
+    cut = write(tmp_path, head + whole + "b,2026-03-02T09:05:00Z,8,3600\n")
+    assert error_of(cut, "generic") == (f"{cut}: row 3, column 'deadline': missing value (4 cells for 6 header "
+                                        "columns); give one cell per column, empty for a value not given")
+    padded = write(tmp_path, head + whole + "b,2026-03-02T09:05:00Z,8,3600,,\n")
+    assert [j.deadline is None for j in load_trace(padded, "generic").jobs] == [False, True]
