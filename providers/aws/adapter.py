@@ -80,6 +80,7 @@ class AwsProvider:
         self._clients: dict[tuple[str, str], Any] = {}
         self._zones = Zones(self._describe_zones)
         self._subnets: dict[str, dict[str, list[str]]] = {}
+        self._subnets_checked = False
         self._templates = TemplateVersions(self._call, instance_profile_arn=cfg.instance_profile_arn,
                                            security_group_ids=cfg.security_group_ids)
         self._prices = PriceBook(now=self._now, spot_ttl_s=spot_ttl_s, on_demand_ttl_s=on_demand_ttl_s)
@@ -248,10 +249,18 @@ class AwsProvider:
         if not self._cfg.subnet_ids:
             return None
         try:
-            return {region: set(self._subnet_zones(region)) for region in self._cfg.regions}
+            zones = {region: self._subnet_zones(region) for region in self._cfg.regions}
         except ProviderError as err:
             log.warning("aws: cannot read clouds.aws.subnet_ids zones, offering every zone: %s", err)
             return None
+        if not self._subnets_checked:  # DescribeSubnets' filter drops an unknown id without an error
+            self._subnets_checked = True
+            found = {s for z in zones.values() for ids in z.values() for s in ids}
+            if missing := [s for s in self._cfg.subnet_ids if s not in found]:
+                log.warning("aws: clouds.aws.subnet_ids %s not found in clouds.aws.regions (%s); no node "
+                            "launches there: fix the ids or add their regions", ", ".join(missing),
+                            ", ".join(self._cfg.regions))
+        return {region: set(z) for region, z in zones.items()}
 
     def _overrides(self, offering: Offering) -> list[dict[str, str]]:
         if not self._cfg.subnet_ids:

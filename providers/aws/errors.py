@@ -153,11 +153,17 @@ def translate(exc: BaseException, *, op: str, offering_key: str = "",
                               offering_key=offering_key, http_status=status)
     if isinstance(exc, bx.NoCredentialsError | bx.PartialCredentialsError | bx.CredentialRetrievalError):
         return no_credentials(profile)
-    if isinstance(exc, bx.EndpointConnectionError | bx.ConnectionClosedError | bx.ReadTimeoutError
-                  | bx.ConnectTimeoutError | ResponseParserError | bx.HTTPClientError):
+    if isinstance(exc, bx.ConnectionError | bx.HTTPClientError | ResponseParserError):  # TLS and proxies too
         return TransientError(
             f"aws {op}: cannot reach the AWS endpoint ({type(exc).__name__}); retried with backoff, "
             f"check network access and clouds.aws.endpoint_url", provider=PROVIDER, offering_key=offering_key)
+    if isinstance(exc, bx.SSOError | bx.TokenRetrievalError):
+        return AuthError(f"aws {op}: the AWS SSO session has expired or cannot be refreshed "
+                         f"({type(exc).__name__}); run `aws sso login` for the profile, or give the "
+                         f"controller other credentials", provider=PROVIDER, offering_key=offering_key)
+    if isinstance(exc, bx.BotoCoreError):  # any other SDK failure: reported, never a crash of the pass
+        return ProviderError(f"aws {op}: {type(exc).__name__}: {scrub(str(exc))}. {_ADVICE[ProviderError]}",
+                             provider=PROVIDER, offering_key=offering_key)
     return None
 
 
