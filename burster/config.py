@@ -10,6 +10,7 @@ value with any URL password and query string masked.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -166,12 +167,13 @@ class BursterConfig(_Section):
     controller: ControllerConfig = ControllerConfig()
 
 
-def _describe(err: ValidationError, source: str) -> str:
+def _describe(err: ValidationError, source: str, hidden: Collection[tuple[str, ...]] = ()) -> str:
     lines = [f"invalid configuration in {source}:"]
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"])
         got = e.get("input")
-        shown = "" if isinstance(got, dict) else f" (got {redact_value(got)!r})"
+        secret = any(tuple(str(p) for p in e["loc"][:len(h)]) == h for h in hidden)
+        shown = "" if isinstance(got, dict) or secret else f" (got {redact_value(got)!r})"
         if e["type"] == "extra_forbidden":
             lines.append(f"  {key}: unknown key; check its spelling against docs/config.md")
         else:
@@ -179,12 +181,17 @@ def _describe(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def parse_config(data: dict[str, Any], source: str = "<config>") -> BursterConfig:
-    """Validate a config mapping; raise ConfigError naming each bad key and its allowed range."""
+def parse_config(data: dict[str, Any], source: str = "<config>",
+                 hidden: Collection[tuple[str, ...]] = ()) -> BursterConfig:
+    """Validate a config mapping; raise ConfigError naming each bad key and its allowed range.
+
+    A bad value is echoed (URL credentials masked) unless its key is under a ``hidden`` path
+    (``("clouds", "aws")``: a sensitive Terraform output).
+    """
     try:
         return BursterConfig.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(_describe(err, source)) from None
+        raise ConfigError(_describe(err, source, hidden)) from None
 
 
 def load_config(path: Path | None) -> BursterConfig:

@@ -31,6 +31,24 @@ _OWNER = {key: cloud for cloud, keys in OUTPUT_KEYS.items() for key in keys}
 
 def parse_outputs(text: str, source: str) -> dict[str, Any]:
     """Read ``terraform output -json`` text; return output name -> value, leaving out null values."""
+    return read_outputs(text, source)[0]
+
+
+def _not_outputs(data: dict[str, Any], source: str) -> None:
+    """Name the command to run when ``data`` is ``terraform show -json`` output or a state file."""
+    if "format_version" in data and ("values" in data or "planned_values" in data):
+        what = "`terraform show -json` output"
+    elif "terraform_version" in data and "outputs" in data:
+        what = "a Terraform state file"
+    else:
+        return
+    raise InputError(f"{source}: this is {what}, not `terraform output -json`; run `terraform output -json` "
+                     "in the applied root and pass that")
+
+
+def read_outputs(text: str, source: str) -> tuple[dict[str, Any], set[str]]:
+    """``parse_outputs`` and the names of the outputs marked sensitive (their values never go in errors)."""
+    text = text.removeprefix("\ufeff")  # a UTF-8 BOM (PowerShell's `Out-File -Encoding utf8`), as load_config
     if not text.strip():
         raise InputError(f"{source}: empty input; pipe in `terraform output -json` of an applied root")
     try:
@@ -46,7 +64,9 @@ def parse_outputs(text: str, source: str) -> dict[str, Any]:
         raise InputError(f"{source}: expected a JSON object of outputs, got {type(data).__name__}")
     if not data:
         raise InputError(f"{source}: no outputs; run `terraform apply` in the example root first")
+    _not_outputs(data, source)
     values: dict[str, Any] = {}
+    sensitive: set[str] = set()
     for name, entry in data.items():
         if not isinstance(entry, dict) or "value" not in entry:
             raise InputError(
@@ -55,7 +75,9 @@ def parse_outputs(text: str, source: str) -> dict[str, Any]:
             )
         if entry["value"] is not None:
             values[name] = entry["value"]
-    return values
+        if entry.get("sensitive") is not False:  # terraform always writes it; absent: assume sensitive
+            sensitive.add(name)
+    return values, sensitive
 
 
 def _known(cloud: str | None) -> str:
@@ -80,11 +102,11 @@ def sections_from_outputs(
     sections: dict[str, dict[str, Any]] = {} if into is None else into
     for name, value in outputs.items():
         if name in CLOUD_MODELS and isinstance(value, dict):
-            pairs: Iterable[tuple[str, str, Any]] = ((name, f"{name}.{k}", v) for k, v in value.items())
+            pairs: Iterable[tuple[str, str, str, Any]] = (
+                (name, f"{name}.{k}", str(k), v) for k, v in value.items())
         else:
-            pairs = ((_OWNER.get(name, ""), name, value),)
-        for owner, label, val in pairs:
-            key = label.rsplit(".", 1)[-1]
+            pairs = ((_OWNER.get(name, ""), name, name, value),)
+        for owner, label, key, val in pairs:
             if val is None:
                 continue
             if key not in OUTPUT_KEYS.get(owner, ()):
@@ -135,16 +157,16 @@ def _value(value: Any) -> str:
     raise ConfigError(f"cannot write {type(value).__name__} value {value!r} as TOML")
 
 
-def _entry(cloud: str, key: str, value: Any) -> str:
-    """``value`` as TOML, or an error naming the config key it was for."""
+def _entry(cloud: str, key: str, name: str, value: Any) -> str:
+    """The TOML line ``name = value``, or an error naming the config key it was for."""
+    where = f"clouds.{cloud}.{key}".encode("utf-8", "backslashreplace").decode("utf-8")
     try:
-        text = _value(value)
+        text = f"{_key(name)} = {_value(value)}"
         text.encode("utf-8")
     except ConfigError as err:
-        raise ConfigError(f"clouds.{cloud}.{key}: {err} (TOML has no null: give it a value in terraform or "
-                          "drop it)") from None
+        raise ConfigError(f"{where}: {err} (TOML has no null: give it a value in terraform or drop it)") from None
     except UnicodeEncodeError:
-        raise ConfigError(f"clouds.{cloud}.{key}: the output holds text that is not valid Unicode (an unpaired "
+        raise ConfigError(f"{where}: the output holds text that is not valid Unicode (an unpaired "
                           "surrogate such as \\ud800)") from None
     return text
 
@@ -159,11 +181,11 @@ def render_toml(sections: Mapping[str, Mapping[str, Any]]) -> str:
         order = ("enabled", *OUTPUT_KEYS[cloud])
         keys = [k for k in order if k in section] + [k for k in section if k not in order]
         lines = [f"[clouds.{cloud}]"]
-        lines += [f"{k} = {_entry(cloud, k, section[k])}" for k in keys if not isinstance(section[k], dict)]
+        lines += [_entry(cloud, k, k, section[k]) for k in keys if not isinstance(section[k], dict)]
         for k in keys:
             if isinstance(section[k], dict):
                 lines += ["", f"[clouds.{cloud}.{k}]"]
-                lines += [f"{_key(str(n))} = {_entry(cloud, f'{k}.{n}', v)}" for n, v in section[k].items()]
+                lines += [_entry(cloud, f"{k}.{n}", str(n), v) for n, v in section[k].items()]
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)
 
@@ -172,13 +194,17 @@ def config_from_terraform(sources: Iterable[tuple[str, str]], cloud: str | None 
     """Turn (source name, ``terraform output -json`` text) pairs into validated TOML config sections."""
     sections: dict[str, dict[str, Any]] = {}
     names = []
+    hidden: set[tuple[str, ...]] = set()
     for source, text in sources:
         names.append(source)
-        sections_from_outputs(parse_outputs(text, source), source, cloud, into=sections)
+        values, sensitive = read_outputs(text, source)
+        sections_from_outputs(values, source, cloud, into=sections)
+        hidden |= {("clouds", n) if n in CLOUD_MODELS else ("clouds", _OWNER[n], n)
+                   for n in sensitive if n in values}
     if not sections:
         raise InputError(f"{', '.join(names) or '<no input>'}: every output is null; nothing to write")
     for section in sections.values():
         section["enabled"] = True
     toml_text = render_toml(sections)
-    parse_config(tomllib.loads(toml_text), source=f"terraform outputs of {', '.join(names)}")
+    parse_config(tomllib.loads(toml_text), source=f"terraform outputs of {', '.join(names)}", hidden=hidden)
     return toml_text

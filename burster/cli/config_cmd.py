@@ -37,18 +37,22 @@ def _help(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
+def _decode(name: str, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        hint = " (UTF-16: Windows PowerShell's `>` writes it; pipe into `Out-File -Encoding utf8`)" \
+            if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise InputError(f"{name} is not UTF-8 text{hint}; expected `terraform output -json`") from None
+
+
 def _read(name: str) -> tuple[str, str]:
     if name == "-":
-        try:
-            return "<stdin>", sys.stdin.buffer.read().decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputError("<stdin> is not UTF-8 text; expected `terraform output -json`") from None
+        return "<stdin>", _decode("<stdin>", sys.stdin.buffer.read())
     try:
-        return name, Path(name).read_text(encoding="utf-8")
+        return name, _decode(name, Path(name).read_bytes())
     except OSError as err:
         raise InputError(f"cannot read {name}: {err.strerror or err}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{name} is not UTF-8 text; expected `terraform output -json`") from None
 
 
 def run_from_terraform(args: argparse.Namespace) -> int:

@@ -11,6 +11,28 @@ locals {
   account_base          = length(local.account_full) <= 25 ? local.account_full : "${trim(substr(local.account_full, 0, 20), "-")}-${substr(sha1(var.cluster), 0, 4)}"
   controller_account_id = "${local.account_base}-ctl"
   node_account_id       = "${local.account_base}-node"
+
+  # what instances.insert from one of these templates, instances.delete/get/aggregatedList and the
+  # operation reads of the GCP adapter check
+  controller_permissions = [
+    "compute.instances.create",
+    "compute.instances.delete",
+    "compute.instances.get",
+    "compute.instances.list",
+    "compute.instances.setLabels",
+    "compute.instances.setMetadata",
+    "compute.instances.setServiceAccount",
+    "compute.instances.setTags",
+    "compute.disks.create",
+    "compute.subnetworks.use",
+    "compute.instanceTemplates.get",
+    "compute.instanceTemplates.useReadOnly",
+    # a template's source image from this project (a custom GPU image): public ones need nothing
+    "compute.images.useReadOnly",
+    "compute.zoneOperations.get",
+    # operations aggregatedList (compute.instances.preempted events, how preemptions are detected)
+    "compute.globalOperations.list",
+  ]
 }
 
 resource "google_project_service" "apis" {
@@ -40,25 +62,11 @@ resource "google_project_iam_custom_role" "controller" {
   role_id     = local.role_id
   title       = "Burster controller (${var.cluster})"
   description = "Create, delete and list GPU instances from Burster templates; read zone operations."
-  permissions = [
-    "compute.instances.create",
-    "compute.instances.delete",
-    "compute.instances.get",
-    "compute.instances.list",
-    "compute.instances.setLabels",
-    "compute.instances.setMetadata",
-    "compute.instances.setServiceAccount",
-    "compute.instances.setTags",
-    "compute.disks.create",
-    "compute.subnetworks.use",
-    "compute.instanceTemplates.get",
-    "compute.instanceTemplates.useReadOnly",
-    # a template's source image from this project (a custom GPU image): public ones need nothing
-    "compute.images.useReadOnly",
-    "compute.zoneOperations.get",
-    # operations aggregatedList (compute.instances.preempted events, how preemptions are detected)
-    "compute.globalOperations.list",
-  ]
+  permissions = concat(
+    local.controller_permissions,
+    # an instance with an access config (external_ip = true) also needs this on its subnetwork
+    var.external_ip ? ["compute.subnetworks.useExternalIp"] : [],
+  )
 }
 
 resource "google_project_iam_member" "controller" {
