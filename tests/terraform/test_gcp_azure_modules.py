@@ -142,7 +142,8 @@ def test_names_built_on_the_cluster_fit_the_clouds_limits(tmp_path: Path, module
     got = json.loads(json.loads(done.stdout.strip()))
     if module == "gcp":
         ctl, node, role = got
-        assert ctl != node and all(6 <= len(a) <= 30 and re.fullmatch(r"[a-z][a-z0-9-]*[a-z0-9]", a) for a in (ctl, node))
+        assert ctl != node
+        assert all(6 <= len(a) <= 30 and re.fullmatch(r"[a-z][a-z0-9-]*[a-z0-9]", a) for a in (ctl, node))
         assert len(role) <= 64 and re.fullmatch(r"[a-zA-Z0-9_.]{3,64}", role)
     else:
         (base,) = got
