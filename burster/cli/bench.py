@@ -241,10 +241,18 @@ def main(args: argparse.Namespace) -> int:
 
         print_tables(recs, checks, result.wall_s)
     if args.html:
-        args.html.parent.mkdir(parents=True, exist_ok=True)
-        args.html.write_text(render(result, recs, checks, policies=policies), encoding="utf-8")
-        print(f"burster bench: report written to {args.html}", file=sys.stderr)
+        write_report(args.html, render(result, recs, checks, policies=policies))
     return 0
+
+
+def write_report(path: Path, page: str) -> None:
+    """Write the HTML report; a failure (a read-only disk, a folder made after the check) names --html."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(page, encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"--html {path}: cannot write the report: {err.strerror or err}") from None
+    print(f"burster bench: report written to {path}", file=sys.stderr)
 
 
 def _run_with_progress(settings: Any, policies: list[str], sources: Any, workers: int) -> Any:
@@ -253,8 +261,9 @@ def _run_with_progress(settings: Any, policies: list[str], sources: Any, workers
 
     from burster.eval.compare import run_suite
 
-    with Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
-                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+    label = TextColumn("{task.fields[last]}", markup=False)  # a trace's name is not markup: [v2] must show
+    with Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(), label, TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("bench", total=len(settings) * (len(policies) + 1), last="")
 
         def on_done(done: int, total: int, label: str) -> None:

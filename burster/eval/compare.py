@@ -281,21 +281,26 @@ def captured_savings(cloud_usd: float, on_demand_usd: float | None, lower_usd: f
     return round((on_demand_usd - cloud_usd) / (on_demand_usd - lower_usd), 4)
 
 
+def _round2(v: float | None) -> float | None:
+    """A bound's figure rounded to 2 places; None when there is none or it is not finite (the clairvoyant
+    schedule costs inf when some job fits nowhere, and JSON has no Infinity)."""
+    return None if v is None or not math.isfinite(v) else round(v, 2)
+
+
 def records(result: SuiteResult) -> list[dict[str, Any]]:
     """One JSON record per arm: the issue's keys, then the extras."""
     on_demand = {a.setting: float(a.summary["cloud_usd"]) for a in result.arms if a.policy == "on-demand"}
     out = []
     for a in result.arms:
         b = result.bounds.get(a.setting)
-        arm_lower = None if b is None else b.lower_for(a.summary)
-        lower = None if arm_lower is None else round(arm_lower, 2)
-        upper = None if b is None or b.upper_usd is None else round(b.upper_usd, 2)
+        lower = _round2(None if b is None else b.lower_for(a.summary))
+        upper = _round2(None if b is None else b.upper_usd)
         cloud = list_usd(a.summary)
         rec: dict[str, Any] = {k: a.summary[k] for k in RECORD_KEYS if k in a.summary}
         rec.update(lower_bound_usd=lower, upper_bound_usd=upper)
-        bracket_lower = None if b is None or b.lower_usd is None else round(b.lower_usd, 2)
+        bracket_lower = _round2(None if b is None else b.lower_usd)
         rec.update({k: a.summary[k] for k in SUMMARY_EXTRAS})
-        upper_gpu_h = None if b is None or b.upper_cloud_gpu_h is None else round(b.upper_cloud_gpu_h, 2)
+        upper_gpu_h = _round2(None if b is None else b.upper_cloud_gpu_h)
         rec.update(upper_bound_cloud_gpu_hours=upper_gpu_h, ratio_to_lower_bound=ratio_to_bound(cloud, lower),
                    captured_savings=captured_savings(cloud, on_demand.get(a.setting), lower),
                    bound_status=b.status if b else "missing", window=a.setting.window_label,

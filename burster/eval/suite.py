@@ -112,6 +112,6 @@ def plan_settings(windows: Sequence[Window], *, seeds: Sequence[int], nodes: Seq
             skipped.append((name, why))
             continue
         load = offered_load_gpus(jobs, start, end)
-        for n in nodes or pool_sizes(load, utilizations):
+        for n in dict.fromkeys(nodes or pool_sizes(load, utilizations)):  # (--pool-nodes 4 twice: one setting)
             settings += [Setting(labels[w.path], w, n, seed, len(jobs), round(load, 1)) for seed in seeds]
     return Plan(settings, skipped)

@@ -22,6 +22,7 @@ def print_tables(records: Sequence[dict[str, Any]], checks: Sequence[dict[str, A
                  console: Any = None) -> None:
     """Print the tables to ``console`` (default: stdout, 160 columns wide when not a terminal)."""
     from rich.console import Console
+    from rich.markup import escape
 
     from burster.eval.report import clairvoyant_gpu_h
 
@@ -34,6 +35,7 @@ def print_tables(records: Sequence[dict[str, Any]], checks: Sequence[dict[str, A
         r0 = rows[0]
         bracket = (f"bound {_usd(r0['bracket_lower_usd'])} .. {_usd(r0['upper_bound_usd'])} ({r0['bound_status']})"
                    f"{clairvoyant_gpu_h(r0)}")
+        key, bracket = escape(key), escape(bracket)  # a trace's name or a failed bound's message is not markup
         cells = [_cells(r) for r in rows]
         # as many tables as the console needs so that no figure is cut short (one on a wide console)
         for i, columns in enumerate(_split(_COLUMNS, cells, console.width)):
@@ -103,6 +105,7 @@ def _table(title: str, columns: Sequence[str], cells: Sequence[dict[str, str]]) 
 def print_targets(console: Any, checks: Sequence[dict[str, Any]]) -> None:
     """Settings as rows, targets as columns (on a narrow console, one small table per setting); a
     missed cell says MISSED in red."""
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
@@ -114,7 +117,7 @@ def print_targets(console: Any, checks: Sequence[dict[str, Any]]) -> None:
     cells: dict[str, dict[str, str]] = defaultdict(dict)
     for c in checks:
         text = value_text(KINDS[c["target"]], c["value"])
-        cells[c["setting"]][c["target"]] = text if c["met"] else f"[bold red]{text} MISSED[/]"
+        cells[escape(c["setting"])][c["target"]] = text if c["met"] else f"[bold red]{text} MISSED[/]"
     title = "Targets for Burster's policy (thresholds in the column names)"
     longest = {target: max(len(short), *(len(Text.from_markup(row.get(target, "-"))) for row in cells.values()))
                for target, short in SHORT.items()}
