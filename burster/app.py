@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -226,8 +227,9 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
     if not jobs:
         span = (trace.end - trace.start.replace(hour=0, minute=0, second=0, microsecond=0)).total_seconds() / 86400
         length = "to the end" if days is None else f"+ {days:g} d"
+        # rounded down: a window starting by the day given reaches the last arrival
         raise ConfigError(f"no jobs submitted in day {start_day:g} {length} of {trace.name}; its arrivals span "
-                          f"days 0 to {span:.1f} (check --start-day and --days)")
+                          f"days 0 to {math.floor(span * 100) / 100:.2f} (check --start-day and --days)")
     jobs, runtimes = with_estimate_error(jobs, estimate_error, seed, trace.estimates, estimate_bias,
                                          team_spread=estimate_team_spread)
     history = ratios_before(trace.jobs, start, estimate_error, seed, trace.estimates, estimate_bias,

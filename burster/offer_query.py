@@ -18,6 +18,10 @@ from burster.model import Market, Offering
 
 MARKETS = (Market.SPOT.value, Market.ON_DEMAND.value)
 SHOW_ALL_VALID = 40  # list every valid value when there are at most this many
+# effective $/GPU-hour are rounded to this many decimals (and node prices compared so): a node's price
+# split over its GPUs (GCP's catalog sums a VM's and its GPUs' prices) differs from the same price per
+# GPU in the last bits of a float, which ordered equal prices at random and kept some from --max-price
+PRICE_DECIMALS = 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +50,18 @@ class RankedOffer:
                 "effective_usd_per_gpu_hour": self.effective_usd_per_gpu_hour}
 
 
-def _resolve(what: str, flag: str, given: str, valid: Iterable[str]) -> str:
-    """The catalog's spelling of ``given`` (case-insensitive), or an InputError with close matches."""
+def _fold(text: str) -> str:
+    return text.strip().casefold()
+
+
+def _resolve(what: str, flag: str, given: str, valid: Iterable[str], fold: Callable[[str], str] = _fold) -> str:
+    """The catalog's spelling of ``given`` (equal once both are ``fold``-ed: case-insensitive), or an
+    InputError that quotes ``given`` as typed, with close matches."""
     choices = sorted(set(valid))
-    by_folded = {v.casefold(): v for v in choices}
-    if given.strip().casefold() in by_folded:
-        return by_folded[given.strip().casefold()]
-    close = [by_folded[c] for c in difflib.get_close_matches(given.strip().casefold(), list(by_folded), n=3,
-                                                             cutoff=0.5)]
+    by_folded = {fold(v): v for v in choices}
+    if fold(given) in by_folded:
+        return by_folded[fold(given)]
+    close = [by_folded[c] for c in difflib.get_close_matches(fold(given), list(by_folded), n=3, cutoff=0.5)]
     hint = f"; did you mean {' or '.join([', '.join(close[:-1]), close[-1]] if len(close) > 1 else close)}?" \
         if close else ""
     listed = f" Valid: {', '.join(choices)}." if len(choices) <= SHOW_ALL_VALID else ""
@@ -61,7 +69,9 @@ def _resolve(what: str, flag: str, given: str, valid: Iterable[str]) -> str:
 
 
 def _market(given: str) -> str:
-    return _resolve("market", "--market", given.strip().replace("-", "_").replace(" ", "_"), MARKETS)
+    """``on-demand`` and ``on demand`` are ``on_demand``."""
+    return _resolve("market", "--market", given, MARKETS,
+                    lambda text: _fold(text).replace("-", "_").replace(" ", "_"))
 
 
 def resolve_filter(offerings: Sequence[Offering], flt: OfferFilter) -> OfferFilter:
@@ -88,14 +98,15 @@ def _keeps(flt: OfferFilter, o: Offering) -> bool:
 
 def _order(r: RankedOffer) -> tuple[float, float, str, str, str, str]:
     o = r.offering
-    return (r.effective_usd_per_gpu_hour, o.price_per_hour_usd, o.provider, o.region, o.zone, o.key)
+    return (r.effective_usd_per_gpu_hour, round(o.price_per_hour_usd, PRICE_DECIMALS), o.provider, o.region,
+            o.zone, o.key)
 
 
 def query_offers(offerings: Sequence[Offering], flt: OfferFilter, price: Callable[[Offering], float],
                  limit: int | None = None) -> list[RankedOffer]:
     """Offerings that pass ``flt``, cheapest effective $/GPU-hour first, at most ``limit`` of them."""
     flt = resolve_filter(offerings, flt)
-    ranked = [RankedOffer(o, price(o)) for o in offerings if _keeps(flt, o)]
+    ranked = [RankedOffer(o, round(price(o), PRICE_DECIMALS)) for o in offerings if _keeps(flt, o)]
     if flt.max_price is not None:
         ranked = [r for r in ranked if r.effective_usd_per_gpu_hour <= flt.max_price]
     ranked.sort(key=_order)

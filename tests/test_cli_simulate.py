@@ -149,7 +149,7 @@ def test_a_whole_trace_replay_includes_its_last_arrival(tmp_path: Path,
     (["--days", "0"], "--days must be in (0, 365]; got 0"),
     (["--days", "400"], "--days must be in (0, 365]; got 400"),
     (["--start-day", "100"], "no jobs submitted in day 100 + 7 d of philly_mix1_week_sample.csv.gz; its arrivals "
-                             "span days 0 to 7.0"),
+                             "span days 0 to 6.99"),
     (["--start-day", "5000"], "--start-day must be in [0, 3650]"),
     (["--providers", ","], "--providers needs at least one of aws, gcp, azure"),
 ])

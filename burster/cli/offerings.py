@@ -20,19 +20,21 @@ def register(sub: Any) -> None:
                     "present, else the bundled copy), cheapest effective $ per useful GPU-hour first. The effective\n"
                     "price is the cost model's: price per GPU-hour plus expected spot rework\n"
                     "(cost.spot_interruptions_per_hour x (15-minute half checkpoint + cost.restart_overhead_s);\n"
-                    "no half checkpoint where the notice leaves time to checkpoint, e.g. AWS's two minutes).",
+                    "where the notice leaves time to checkpoint, e.g. AWS's two minutes, the checkpoint write\n"
+                    "(cost.checkpoint_write_s) in place of the half checkpoint).",
         epilog="examples:\n  burster offerings --gpu h100 --market spot --limit 5\n"
                "  burster offerings --provider gcp --region us-central1 --max-price 2.5 --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--gpu", help="GPU model, case-insensitive (e.g. A100, A100-80GB, H100, T4)")
-    p.add_argument("--market", help=f"market: {' or '.join(MARKETS)}")
-    p.add_argument("--region", help="cloud region (e.g. us-east-1, us-central1, eastus)")
-    p.add_argument("--provider", help="cloud: aws, gcp or azure")
+    p.add_argument("--gpu", metavar="MODEL", help="GPU model, case-insensitive (e.g. A100, A100-80GB, H100, T4)")
+    p.add_argument("--market", metavar="MARKET", help=f"market: {' or '.join(MARKETS)}")
+    p.add_argument("--region", metavar="REGION", help="cloud region (e.g. us-east-1, us-central1, eastus)")
+    p.add_argument("--provider", metavar="CLOUD", help="cloud: aws, gcp or azure")
     p.add_argument("--max-price", type=finite_float, metavar="USD",
                    help="keep offerings at most this effective $/GPU-hour")
     p.add_argument("--prices", type=Path, metavar="PATH", help="price catalog folder or file (default: as above)")
-    p.add_argument("--config", type=Path, help="burster TOML config whose [cost] section prices spot rework")
+    p.add_argument("--config", type=Path, metavar="PATH",
+                   help="burster TOML config whose [cost] section prices spot rework")
     p.add_argument("--limit", type=int, default=50, metavar="N", help="show at most N rows; 0 for all (default: 50)")
     p.add_argument("--json", action="store_true", help="print a JSON list of records instead of the table")
     p.set_defaults(func=main)
