@@ -6,8 +6,8 @@ Jobs come from the Philly MIX1 trace in ../shared/data (the bundled one-week sam
 repeated back to back (copy i shifted by i trace spans, ids suffixed) until there are enough jobs.
 The reserved pool: 8-GPU V100 nodes for half the jobs' mean GPU demand (so bursting matters); spot
 availability is the simulator's (real traces when staged, else the bundled calibrated model). Quick:
-10k jobs; full adds 100k. Each record: {jobs, slots, block_slots, lower_usd, upper_usd, width, solve_s,
-upper_s, status}; solve_s is the lower bound's wall time (model build + LP + certification).
+10k jobs; full adds 100k. Each record: {trace, jobs, slots, block_slots, reserved_gpus, lower_usd,
+upper_usd, width, solve_s, upper_s, status}; solve_s is the lower bound's wall time (model build + LP + certification).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def measure(count: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.bound", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only the 10k-job case")
     ap.add_argument("--json", action="store_true", help="print a JSON list of records")
     args = ap.parse_args()

@@ -92,7 +92,7 @@ def measure(jobs: int, n_offerings: int, reps: int) -> dict[str, float | int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.plan", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="skip the 100k x 1000 size")
     ap.add_argument("--json", action="store_true", help="print a JSON list of records")
     args = ap.parse_args()

@@ -4,7 +4,8 @@
 
 Quick: the bundled week (about 2k jobs, 18-node pool). Full: the whole Philly MIX1 trace from
 ../shared/data (about 31k jobs over 14 days, 150-node pool) when present. Prints
-{jobs, wall_s, jobs_per_s} (a list of them in full mode, quick first). ``--estimate-error``: the
+{trace, estimate_error, max_nodes, jobs, passes, wall_s, jobs_per_s, ...} (a list of them in full mode,
+quick first; ``jobs``: those submitted in the window, ``passes``: reconcile passes). ``--estimate-error``: the
 controller sees runtimes off by exp(N(0, SIGMA)), as with users' estimates (jobs that outrun them
 are what used to make every tick a pass). ``--max-nodes``: at most N cloud nodes
 (``guards.max_nodes``, 256 by default); launches held back at the cap keep the preempt rule
@@ -83,7 +84,7 @@ def measure(trace_path: Any, fmt: str, nodes: int, days: float | None, sigma: fl
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.sim", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only the bundled week")
     ap.add_argument("--json", action="store_true", help="print JSON")
     ap.add_argument("--estimate-error", type=float, default=0.0, metavar="SIGMA",

@@ -84,7 +84,7 @@ def measure(url: str, nodes: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.store", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="skip the 100k size")
     ap.add_argument("--json", action="store_true", help="print a JSON list of records")
     ap.add_argument("--url", help="database URL (default: a temporary SQLite file)")
