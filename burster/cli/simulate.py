@@ -29,23 +29,30 @@ def register(sub: Any) -> None:
     p.add_argument("--demo", action="store_true",
                    help="a week of the bundled Philly-derived trace on an 18-node pool unless --config sets "
                         "pool.nodes (no setup needed)")
-    p.add_argument("--trace", type=Path, help="job trace file (see docs/traces.md for formats)")
-    p.add_argument("--trace-format", help="trace format name (default: detected from the file name)")
-    p.add_argument("--config", type=Path, help="burster TOML config (pool, cost, policy, budget, guards)")
-    p.add_argument("--policy", help="policy name (default: the config's, 'burster')")
-    p.add_argument("--pool-nodes", type=int, help="on-prem nodes (overrides pool.nodes)")
-    p.add_argument("--gpus-per-node", type=int, help="GPUs per on-prem node (overrides pool.gpus_per_node)")
-    p.add_argument("--max-nodes", type=int, help="most cloud nodes live at once (overrides guards.max_nodes)")
-    p.add_argument("--prices", type=Path, help="price catalog folder or file (default: ../shared/data's "
-                                               "catalog when present, else the bundled sample)")
-    p.add_argument("--spot", type=Path, help="spot availability trace file or folder (default: ../shared/data's "
-                                             "traces when present, else the bundled model)")
-    p.add_argument("--providers", default="aws,gcp,azure", help="clouds to burst to (comma-separated)")
-    p.add_argument("--days", type=finite_float, help="length of the window to replay, in (0, 365] days "
-                                                    "(default: whole trace)")
-    p.add_argument("--start-day", type=finite_float, default=0.0,
+    p.add_argument("--trace", type=Path, metavar="PATH", help="job trace file (see docs/traces.md for formats)")
+    p.add_argument("--trace-format", metavar="NAME",
+                   help="trace format name (default: detected from the file name)")
+    p.add_argument("--config", type=Path, metavar="PATH",
+                   help="burster TOML config (pool, cost, policy, budget, guards)")
+    p.add_argument("--policy", metavar="NAME", help="policy name (default: the config's, 'burster')")
+    p.add_argument("--pool-nodes", type=int, metavar="N", help="on-prem nodes (overrides pool.nodes)")
+    p.add_argument("--gpus-per-node", type=int, metavar="N",
+                   help="GPUs per on-prem node (overrides pool.gpus_per_node)")
+    p.add_argument("--max-nodes", type=int, metavar="N",
+                   help="most cloud nodes live at once (overrides guards.max_nodes)")
+    p.add_argument("--prices", type=Path, metavar="PATH",
+                   help="price catalog folder or file (default: ../shared/data's catalog when present, else the "
+                        "bundled sample)")
+    p.add_argument("--spot", type=Path, metavar="PATH",
+                   help="spot availability trace file or folder (default: ../shared/data's traces when present, "
+                        "else the bundled model)")
+    p.add_argument("--providers", metavar="LIST", default="aws,gcp,azure",
+                   help="clouds to burst to (comma-separated)")
+    p.add_argument("--days", type=finite_float, metavar="D",
+                   help="length of the window to replay, in (0, 365] days (default: whole trace)")
+    p.add_argument("--start-day", type=finite_float, metavar="D", default=0.0,
                    help="window start, in days from trace start (default 0)")
-    p.add_argument("--seed", type=int, default=0, help="seed for launch latency and the spot model")
+    p.add_argument("--seed", type=int, metavar="N", default=0, help="seed for launch latency and the spot model")
     p.add_argument("--estimate-error", type=finite_float, default=0.0, metavar="SIGMA",
                    help="runtime estimates the controller sees are off by exp(N(0, SIGMA)) (default 0: exact; "
                         "0.5 is typical of user time limits); jobs run their true runtimes")

@@ -290,9 +290,10 @@ def test_each_documented_option_is_the_parser_s_and_no_other(doc: str, heading: 
     assert set(documented) == flags
 
 
-def test_offerings_help_names_each_value_as_the_docs_do() -> None:
-    documented = _documented(ROOT / "docs/cli.md", "## `burster offerings`")
-    usage = _subparser("offerings").format_usage()
+@pytest.mark.parametrize("command", ["offerings", "simulate"])
+def test_help_names_each_value_as_the_docs_do(command: str) -> None:
+    documented = _documented(ROOT / "docs/cli.md", f"## `burster {command}`")
+    usage = " ".join(_subparser(command).format_usage().split())  # (a usage line may wrap inside [...])
     for flag, metavar in documented.items():
         assert (f"[{flag} {metavar}]" if metavar else f"[{flag}]") in usage, flag
 
