@@ -55,7 +55,7 @@ def summarize(*, metrics: Any, ledger: Sequence[LedgerEntry], launches: int, pas
         "jobs_finished": metrics.finished_jobs,
         "jobs_started_on_cloud": metrics.started_on_cloud,
         "jobs_never_started": len(unstarted),
-        "cloud_usd": round(sum(by_market.values()), 2),
+        "cloud_usd": round(sum(by_market.values(), 0.0), 2),  # (a float with no spend too, as JSON shows it)
         "cloud_usd_spot": round(by_market.get("spot", 0.0), 2),
         "cloud_usd_on_demand": round(by_market.get("on_demand", 0.0), 2),
         "cloud_usd_by_provider": {k: round(v, 2) for k, v in sorted(by_provider.items())},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from burster.sim.summary import percentile
@@ -40,3 +42,17 @@ def test_utilization_is_over_the_whole_window_when_the_work_ends_early() -> None
                                trace, policy="burster", seed=0, days=days)
         run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end)
         assert sim.world.pool.metrics.utilization == pytest.approx(1 / (24 * days))
+
+
+def test_dollar_keys_are_floats_when_nothing_was_spent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run that never burst printed "cloud_usd": 0, an integer beside the other keys' 0.0."""
+    import json
+
+    from burster.cli import main
+
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,submit_time,gpus,runtime_s\na,2026-03-02T09:00:00Z,1,600\n")
+    assert main(["simulate", "--trace", str(trace), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    dollars = {k: v for k, v in result.items() if k.startswith("cloud_usd") and not isinstance(v, dict)}
+    assert dollars and all(v == 0.0 and isinstance(v, float) for v in dollars.values()), dollars
