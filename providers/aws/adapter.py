@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -28,7 +27,7 @@ from burster.model import Interruption, Market, Node, Offering, tagged_exclusive
 from providers.aws import session as sdk
 from providers.aws.errors import PROVIDER, Caller, error_for_code
 from providers.aws.fleet import TemplateVersions, fleet_request, fleet_result, tags_for, template_id_for
-from providers.aws.interruptions import Notice, QueueReader
+from providers.aws.interruptions import Notice, QueueReader, queue_region
 from providers.aws.offers import Inventory, OfferKey, Zones
 from providers.aws.pricing import (
     PRICING_REGION,
@@ -45,8 +44,6 @@ STATES = {"pending": NodeState.LAUNCHING, "running": NodeState.READY, "shutting-
           "stopping": NodeState.TERMINATING, "stopped": NodeState.TERMINATING, "terminated": NodeState.TERMINATED}
 FILTER_VALUES_MAX = 200
 LATE_LISTING_S = 300.0  # EC2 may list a new instance this late (its guide): a notice for one unlisted waits so long
-# sqs.<region>.amazonaws.com, <region>.queue.amazonaws.com, or queue.amazonaws.com (us-east-1's legacy form)
-_QUEUE_REGION = re.compile(r"^https://(?:sqs[.-]([a-z0-9-]+)|([a-z0-9-]+)\.queue|(queue))\.amazonaws\.com")
 
 
 class AwsProvider:
@@ -76,7 +73,7 @@ class AwsProvider:
         if not cfg.launch_template_ids:
             raise ConfigError("clouds.aws.launch_template_ids is empty; map each GPU class (or 'default') "
                               "to a launch template id (terraform output launch_template_ids)")
-        self._call = Caller(sleep, attempts=attempts, base_s=base_s)
+        self._call = Caller(sleep, attempts=attempts, base_s=base_s, profile=sdk.profile_of(self._session))
         self._clients: dict[tuple[str, str], Any] = {}
         self._zones = Zones(self._describe_zones)
         self._subnets: dict[str, dict[str, list[str]]] = {}
@@ -162,14 +159,14 @@ class AwsProvider:
         """Terminate the given instances that this cluster owns; unknown or foreign ids are ignored."""
         ids = list(dict.fromkeys(node_ids))
         for region in self._cfg.regions:
-            owned = [inst for chunk in _chunks(ids, FILTER_VALUES_MAX)
-                     for inst in self._describe(region, [*self._owned(), _filter("instance-id", chunk)])]
-            for inst in owned:
-                self._remember(self._terminated, inst["InstanceId"])
-            gone = ("terminated", "shutting-down")
-            live = [i["InstanceId"] for i in owned if i["State"]["Name"] not in gone]
-            if live:
-                self._terminate(region, live)
+            for chunk in _chunks(ids, FILTER_VALUES_MAX):  # TerminateInstances takes up to 1000 ids too
+                owned = self._describe(region, [*self._owned(), _filter("instance-id", chunk)])
+                for inst in owned:
+                    self._remember(self._terminated, inst["InstanceId"])
+                gone = ("terminated", "shutting-down")
+                live = [i["InstanceId"] for i in owned if i["State"]["Name"] not in gone]
+                if live:
+                    self._terminate(region, live)
 
     def interruptions(self) -> Sequence[Interruption]:
         """Spot warnings, rebalance recommendations and unexpected stops of this cluster's nodes. A
@@ -322,8 +319,7 @@ class AwsProvider:
     def _queue(self) -> QueueReader:
         if self._reader is None:
             url = self._cfg.interruption_queue_url
-            match = _QUEUE_REGION.match(url)
-            region = (match.group(1) or match.group(2) or "us-east-1") if match else self._cfg.regions[0]
+            region = queue_region(url) or self._cfg.regions[0]
             self._reader = QueueReader(self._client("sqs", region), url, self._call, self._now)
         return self._reader
 

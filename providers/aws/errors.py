@@ -127,10 +127,15 @@ def error_for_code(code: str, message: str, *, op: str, offering_key: str = "",
             f"aws {op}: {code}: the request id was already used for a different launch; plans must "
             f"derive a new request id when the launch changes", provider=PROVIDER, offering_key=offering_key)
     cls = class_for_code(code, http_status)
-    text = f"aws {op}: {code}: {scrub(message)}. {_ADVICE[cls]}"
-    if offering_key:
-        text = f"aws {op} of {offering_key}: {code}: {scrub(message)}. {_ADVICE[cls]}"
-    return cls(text, provider=PROVIDER, offering_key=offering_key)
+    where = f"{op} of {offering_key}" if offering_key else op
+    return cls(f"aws {where}: {_sentence(code, message)} {_ADVICE[cls]}", provider=PROVIDER,
+               offering_key=offering_key)
+
+
+def _sentence(code: str, message: str) -> str:
+    """``code: message.`` with one final period (AWS's messages often end in one), or ``code.``."""
+    text = f"{code}: {scrub(message)}" if message.strip() else code
+    return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
 def no_credentials(profile: str | None) -> AuthError:
@@ -162,7 +167,7 @@ def translate(exc: BaseException, *, op: str, offering_key: str = "",
                          f"({type(exc).__name__}); run `aws sso login` for the profile, or give the "
                          f"controller other credentials", provider=PROVIDER, offering_key=offering_key)
     if isinstance(exc, bx.BotoCoreError):  # any other SDK failure: reported, never a crash of the pass
-        return ProviderError(f"aws {op}: {type(exc).__name__}: {scrub(str(exc))}. {_ADVICE[ProviderError]}",
+        return ProviderError(f"aws {op}: {_sentence(type(exc).__name__, str(exc))} {_ADVICE[ProviderError]}",
                              provider=PROVIDER, offering_key=offering_key)
     return None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,6 +30,22 @@ REBALANCE = "EC2 Instance Rebalance Recommendation"
 STATE_CHANGE = "EC2 Instance State-change Notification"
 SPOT_NOTICE_S = 120.0
 GOING_AWAY = frozenset({"stopping", "stopped", "shutting-down", "terminated"})
+
+
+# sqs[-fips].<region>.amazonaws.com[.cn] or .api.aws (dual-stack), the same behind a VPC endpoint
+# (vpce-....sqs.<region>.vpce.amazonaws.com), <region>.queue.amazonaws.com, or queue.amazonaws.com
+# (us-east-1's legacy form)
+_QUEUE_HOST = re.compile(
+    r"^https://(?:[a-z0-9-]+\.)*?(?:sqs(?:-fips)?\.(?P<sqs>[a-z0-9-]+)(?:\.vpce)?\.(?:amazonaws\.com(?:\.cn)?|api\.aws)"
+    r"|(?P<legacy>[a-z0-9-]+)\.queue\.amazonaws\.com|queue\.amazonaws\.com)(?:[:/]|$)")
+
+
+def queue_region(url: str) -> str | None:
+    """The region an SQS queue URL names (``None`` for another host, such as a local fake's)."""
+    match = _QUEUE_HOST.match(url.strip().lower())
+    if match is None:
+        return None
+    return match.group("sqs") or match.group("legacy") or "us-east-1"
 
 
 class PoisonMessage(ValueError):

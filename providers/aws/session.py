@@ -12,8 +12,24 @@ from providers.aws.errors import PROVIDER, no_credentials
 def make_session() -> Any:
     """A boto3 Session using the SDK's usual credential chain."""
     import boto3
+    from botocore import exceptions as bx
 
-    return boto3.session.Session()
+    try:
+        return boto3.session.Session()
+    except bx.ProfileNotFound:  # boto3 reads AWS_PROFILE's profile as it starts
+        raise _no_profile() from None
+
+
+def _no_profile() -> AuthError:
+    return AuthError(f"aws: the AWS profile {os.environ.get('AWS_PROFILE')!r} (AWS_PROFILE) is not in "
+                     f"~/.aws/config or ~/.aws/credentials; fix AWS_PROFILE or add the profile",
+                     provider=PROVIDER)
+
+
+def profile_of(session: Any) -> str | None:
+    """The session's profile name (boto3 says 'default' when none is set), for error messages."""
+    name = getattr(session, "profile_name", None)
+    return name if isinstance(name, str) else None
 
 
 def check_credentials(session: Any) -> None:
@@ -24,9 +40,7 @@ def check_credentials(session: Any) -> None:
     try:
         creds = session.get_credentials()
     except bx.ProfileNotFound:
-        raise AuthError(f"aws: the AWS profile {profile!r} (AWS_PROFILE) is not in ~/.aws/config or "
-                        f"~/.aws/credentials; fix AWS_PROFILE or add the profile",
-                        provider=PROVIDER) from None
+        raise _no_profile() from None
     except (bx.CredentialRetrievalError, bx.PartialCredentialsError, bx.NoCredentialsError):
         raise no_credentials(profile) from None
     if creds is None:

@@ -4,7 +4,8 @@ boto3 talks to the proxy (``endpoint_url``); the proxy forwards to moto unless a
 
 - ``throttle(n)``: the next ``n`` EC2 calls get HTTP 503 ``RequestLimitExceeded`` in EC2's XML
   error body (``<Response><Errors><Error><Code>..``).
-- ``fail_next(action, code, message, status)``: the next ``action`` gets that EC2 XML error.
+- ``fail_next(action, code, message, status)``: the next ``action`` gets that EC2 XML error (an
+  SQS action: SQS's JSON error).
 - ``capacity_next()``: the next CreateFleet answers HTTP 200 with no instances and an ``errorSet``
   item ``InsufficientInstanceCapacity`` - what an ``instant`` fleet returns when a pool is empty.
 - ``partial_next(k)``: the next CreateFleet is forwarded asking moto for ``k`` instances and its
@@ -146,6 +147,14 @@ class AwsFaultProxy:
         with self._lock:
             return next(p for _, a, p in reversed(self.calls) if a == action)
 
+    def _failure(self, action: str) -> tuple[str, Any] | None:
+        """The first armed ``fail_next`` for ``action`` (consumed); the caller holds the lock."""
+        for i, (act, code, message, status) in enumerate(self._fail):
+            if act == action:
+                del self._fail[i]
+                return ("error", (code, message, status))
+        return None
+
     # --- decisions, called by the handler ------------------------------------------------------
     def _take(self, service: str, action: str) -> tuple[str, Any] | None:
         """The fault to apply to this request, if any (consumes it)."""
@@ -153,15 +162,16 @@ class AwsFaultProxy:
             if service == "pricing" and self._pricing_failures > 0:
                 self._pricing_failures -= 1
                 return ("pricing-error", None)
+            if service == "sqs":
+                return self._failure(action)
             if service != "ec2":
                 return None
             if self._throttle > 0:
                 self._throttle -= 1
                 return ("error", ("RequestLimitExceeded", "Request limit exceeded.", 503))
-            for i, (act, code, message, status) in enumerate(self._fail):
-                if act == action:
-                    del self._fail[i]
-                    return ("error", (code, message, status))
+            failure = self._failure(action)
+            if failure:
+                return failure
             if action == "CreateFleet" and self._capacity > 0:
                 self._capacity -= 1
                 return ("capacity", None)
@@ -194,6 +204,10 @@ class _Handler(BaseHTTPRequestHandler):
         fault = self.owner._take(service, action)
         if target.startswith("AWSPriceListService."):
             return self._pricing(action, body, fault)
+        if fault and fault[0] == "error" and service == "sqs":  # SQS's JSON protocol error body
+            code, message, status = fault[1]
+            err = {"__type": f"com.amazonaws.sqs#{code}", "message": message}
+            return self._reply(status, json.dumps(err).encode(), "application/x-amz-json-1.0")
         if fault and fault[0] == "error":
             code, message, status = fault[1]
             return self._reply(status, ec2_error_body(code, message), "text/xml;charset=UTF-8")
