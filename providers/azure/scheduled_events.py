@@ -1,7 +1,7 @@
-"""Azure Scheduled Events (IMDS) documents, as posted by the node agent, turned into Interruptions.
+"""Azure Scheduled Events (IMDS) documents, as a node agent is to post them, turned into Interruptions.
 
-The agent on each VM polls ``http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01``
-and posts the document it gets to the controller::
+An agent on each VM is to poll ``http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01``
+and post the document it gets to the controller (neither end is built yet: docs/providers/azure.md)::
 
     {"DocumentIncarnation": 2,
      "Events": [{"EventId": "...", "EventType": "Preempt", "ResourceType": "VirtualMachine",
