@@ -194,7 +194,7 @@ class AzureProvider:
         def once() -> T:
             try:
                 return fn()
-            except AzureError as err:
+            except (AzureError, ValueError) as err:  # ValueError: an answer the SDK cannot decode
                 raise translate(err, doing=doing, offering_key=offering_key,
                                 subscription=self._subscription, retry_after_s=retry_after_of(err)) from err
 
@@ -302,12 +302,13 @@ class AzureProvider:
                 self._rg, name, body, continuation_token=token, polling_interval=self._poll_s)
             p.wait(max(until - time.monotonic(), 0.0))
             finished = p.done()  # before the result: one read while polling ends may be a status document
-            return (p.result() if finished else None), finished
+            vm = p.result() if finished else None
+            return (None if vm is None else vms.wire(vm)), finished
 
         vm, finished = self._call(once, doing=f"creating VM {name} ({offering.key})",
                                   offering_key=offering.key)
         if finished and vm is not None:
-            return self._to_node(vms.wire(vm))
+            return self._to_node(vm)
         log.info("azure: VM %s still provisioning after %.0fs; reporting it as launching", name, self._wait_s)
         return self._launching(name, offering, request_id, labels)
 

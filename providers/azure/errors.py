@@ -8,7 +8,9 @@ ARM error code first and the HTTP status second, because Compute reuses codes ac
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from typing import Any
 
 from burster.errors import (
@@ -42,21 +44,36 @@ CREDENTIAL_HELP = (
     "(`az login`), Azure PowerShell or azd login. Set one of them for subscription {subscription}, "
     "e.g. run `az login`, then retry."
 )
+_BEARER = re.compile(r"(?i)\beyJ[\w-]+\.[\w-]+\.[\w-]*|(bearer\s+|(?:secret|password|token|sig)=)[^\s&'\"]+")
 _ENV_VARS = ("AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_CLIENT_CERTIFICATE_PATH",
              "AZURE_FEDERATED_TOKEN_FILE")
 
 
+class BadAnswer(ValueError):
+    """An answer that is not shaped like an ARM resource (a proxy's page, a wrong ``base_url``)."""
+
+
 def _short(text: str, limit: int = 400) -> str:
-    text = " ".join(text.split())
+    text = " ".join(_BEARER.sub(lambda m: (m.group(1) or "") + "<redacted>", text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def credential_error(subscription: str) -> AuthError:
-    """One clear message naming what the credential chain looked for (names only, never values)."""
+def credential_error(subscription: str, said: str = "") -> AuthError:
+    """One clear message naming what the credential chain looked for (names only, never values) and,
+    from ``said`` (the chain's error), the last credential it tried: the one that failed, if any did."""
     present = [v for v in _ENV_VARS if os.environ.get(v)]
     seen = f" Set now: {', '.join(present)}." if present else " None of those variables is set."
-    return AuthError(CREDENTIAL_HELP.format(subscription=subscription or "<unset>") + seen,
+    last = _last_attempt(said)
+    last = f" Last tried: {_short(last, 300)}" if last else ""
+    return AuthError(CREDENTIAL_HELP.format(subscription=subscription or "<unset>") + seen + last,
                      provider=PROVIDER)
+
+
+def _last_attempt(said: str) -> str:
+    """The last credential a chain's error lists ("\tName: why"), or a lone credential's first line."""
+    chain = said.partition("Attempted credentials:")[2]
+    lines = [line for line in chain.splitlines() if line.startswith("\t")] if chain else said.splitlines()[:1]
+    return next((line.strip() for line in reversed(lines) if line.strip()), "")
 
 
 def code_and_message(err: Any) -> tuple[str, str]:
@@ -74,6 +91,8 @@ def translate(err: BaseException, *, doing: str, offering_key: str = "", subscri
     """Map one azure-core exception raised while ``doing`` something to a ProviderError."""
     from azure.core.exceptions import (
         ClientAuthenticationError,
+        DecodeError,
+        DeserializationError,
         HttpResponseError,
         ServiceRequestError,
         ServiceResponseError,
@@ -81,12 +100,16 @@ def translate(err: BaseException, *, doing: str, offering_key: str = "", subscri
 
     kw: dict[str, Any] = {"provider": PROVIDER, "offering_key": offering_key}
     if isinstance(err, ClientAuthenticationError) and getattr(err, "response", None) is None:
-        out: ProviderError = credential_error(subscription)
+        out: ProviderError = credential_error(subscription, str(getattr(err, "message", "") or ""))
         out.offering_key = offering_key
         return out
     if isinstance(err, ServiceRequestError | ServiceResponseError):
         return TransientError(f"azure: network error while {doing}: {_short(str(err), 200)}; "
                               "retrying with backoff", **kw)
+    if isinstance(err, DecodeError | DeserializationError | json.JSONDecodeError | UnicodeDecodeError | BadAnswer):
+        return TransientError(f"azure: the answer to {doing} is not Azure Resource Manager JSON "
+                              f"({type(err).__name__}); retrying with backoff. If this persists check "
+                              "clouds.azure.base_url (empty: the public endpoint) and any HTTPS proxy", **kw)
     if not isinstance(err, HttpResponseError):
         return ProviderError(f"azure: unexpected error while {doing}: {type(err).__name__}", **kw)
     status = err.status_code or 0
@@ -101,6 +124,9 @@ def translate(err: BaseException, *, doing: str, offering_key: str = "", subscri
         return AuthError(f"azure refused {doing}: {said}. Check that the identity has the Burster role "
                          "(docs/providers/azure.md) on the resource group and that its credentials "
                          "are current.", **kw)
+    if isinstance(err, ClientAuthenticationError):  # the token service refused it (AAD often answers 400)
+        return AuthError(f"azure: the credentials were refused while {doing}: {said}. Check the controller's "
+                         "identity (docs/providers/azure.md) and that its secret or certificate is current.", **kw)
     if code in CAPACITY_CODES:
         return CapacityError(f"azure has no capacity for {doing}: {said}. Burster blocks this offering "
                              "for a while and tries another size, market or region.", **kw)

@@ -8,10 +8,11 @@ import re
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from burster.catalog import load_catalog
 from burster.config import AzureConfig
-from burster.errors import ConfigError
+from burster.errors import AuthError, ConfigError
 from burster.model import Offering
 from providers.azure import vms
 from providers.azure.adapter import AzureProvider
@@ -49,17 +50,37 @@ def _validate(cfg: AzureConfig, catalog: list[Offering]) -> None:
     if unknown:
         raise ConfigError(f"clouds.azure.image_reference has unknown key(s) {', '.join(unknown)}; "
                           f"use {', '.join(sorted(vms.IMAGE_KEYS))}")
-    if cfg.base_url and not cfg.base_url.startswith("https://"):
-        raise ConfigError("clouds.azure.base_url must be an https:// URL (Azure sends bearer tokens "
-                          "only over TLS)")
+    if cfg.base_url and not _https_url(cfg.base_url):
+        raise ConfigError("clouds.azure.base_url must be an https:// URL with a host (Azure sends bearer "
+                          "tokens only over TLS); leave it empty for the public endpoint")
+
+
+def _https_url(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        return parts.scheme == "https" and bool(parts.hostname) and parts.port != 0 and " " not in url
+    except ValueError:  # a port out of range, a broken IPv6 literal
+        return False
 
 
 def default_credential(factory: Callable[..., Any], identity_id: str) -> Any:
     """DefaultAzureCredential; its managed-identity step signs in as ``identity_id`` (the controller's
-    user-assigned identity) unless AZURE_CLIENT_ID already names an identity."""
-    if identity_id and not os.environ.get("AZURE_CLIENT_ID"):
-        return factory(identity_config={"resource_id": identity_id})
-    return factory()
+    user-assigned identity) unless AZURE_CLIENT_ID already names an identity. An AuthError when it
+    cannot be built (AZURE_CLIENT_CERTIFICATE_PATH names a missing or unreadable certificate)."""
+    try:
+        if identity_id and not os.environ.get("AZURE_CLIENT_ID"):
+            return factory(identity_config={"resource_id": identity_id})
+        return factory()
+    except (OSError, ValueError) as err:  # the message of either may quote the file: name the type only
+        where = f" {err.filename}" if isinstance(err, OSError) and err.filename else ""
+        raise AuthError(f"azure: cannot set up DefaultAzureCredential ({type(err).__name__}{where}); check the "
+                        f"AZURE_* variables set ({', '.join(_set_vars()) or 'none'}), e.g. that "
+                        "AZURE_CLIENT_CERTIFICATE_PATH names a readable PEM or PKCS12 file",
+                        provider="azure") from None
+
+
+def _set_vars() -> list[str]:
+    return sorted(k for k in os.environ if k.startswith("AZURE_") and os.environ[k])
 
 
 def throwaway_ssh_key() -> str:

@@ -27,8 +27,9 @@ PER_PASS = 4
 
 def power_state(view: Mapping[str, Any]) -> str:
     """``running``, ``deallocated``, ... from an instance view's statuses; "" when none says."""
-    for status in view.get("statuses") or []:
-        code = str((status or {}).get("code") or "")
+    statuses = view.get("statuses")
+    for status in statuses if isinstance(statuses, list) else []:
+        code = str(status.get("code") or "") if isinstance(status, Mapping) else ""
         if code.lower().startswith("powerstate/"):
             return code.split("/", 1)[1].lower()
     return ""

@@ -10,6 +10,7 @@ and a warning is logged.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import ssl
@@ -42,7 +43,8 @@ def price_filter(location: str, vm_sizes: Iterable[str]) -> str:
 
 def fetch_items(url: str, *, timeout_s: float = 10.0, cafile: str | None = None,
                 max_pages: int = MAX_PAGES) -> list[dict[str, Any]]:
-    """All ``Items`` of a Retail Prices query, following ``NextPageLink``; raises OSError/ValueError."""
+    """All ``Items`` of a Retail Prices query, following ``NextPageLink``; raises OSError, ValueError or
+    http.client.HTTPException (a cut-off answer, a bad status line)."""
     context = ssl.create_default_context(cafile=cafile) if cafile else None
     items: list[dict[str, Any]] = []
     next_url: str | None = url
@@ -138,7 +140,7 @@ class PriceBook:
 
         try:
             prices = parse_prices(self._fetch(self.query_url(), cafile=self._cafile), now)
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, http.client.HTTPException) as err:
             log.warning("azure prices: Retail Prices API unreachable (%s: %s); using %s prices",
                         type(err).__name__, err, "cached live" if self.live else "the offline catalog")
             self._next_refresh = now + timedelta(seconds=self._failure_backoff_s)

@@ -15,6 +15,7 @@ from typing import Any
 
 from burster.lifecycle import NodeState
 from burster.model import Market, Offering
+from providers.azure.errors import BadAnswer
 
 MANAGED_BY = "managed-by"
 CLUSTER_TAG = "burster-cluster"
@@ -168,7 +169,9 @@ def created_at(vm: Mapping[str, Any]) -> datetime | None:
 
 
 def wire(res: Any) -> dict[str, Any]:
-    """An SDK model (a mapping over the wire JSON: a VM, an instance view, a record) as a plain dict."""
-    if hasattr(res, "as_dict"):
-        return dict(res.as_dict())
-    return dict(res)
+    """An SDK model (a mapping over the wire JSON: a VM, an instance view, a record) as a plain dict;
+    BadAnswer when it is not shaped like an ARM resource (its tags and properties objects)."""
+    out = res.as_dict() if hasattr(res, "as_dict") else res
+    if not isinstance(out, Mapping) or any(not isinstance(out.get(k) or {}, Mapping) for k in ("tags", "properties")):
+        raise BadAnswer(f"not an ARM resource but {type(out).__name__}")
+    return dict(out)

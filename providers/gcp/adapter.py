@@ -36,7 +36,7 @@ from burster.errors import (
 from burster.model import Interruption, Node, Offering
 from burster.retry import call_with_backoff
 from providers.gcp import naming
-from providers.gcp.clients import Clients, default_credentials, make_clients
+from providers.gcp.clients import Clients, check_endpoint, default_credentials, make_clients
 from providers.gcp.errors import from_api_error, from_operation
 from providers.gcp.instances import gone_node, insert_body, node_of, template_for
 from providers.gcp.interruptions import PREEMPTED_FILTER, PreemptionWatch, ended_at
@@ -70,6 +70,7 @@ class GcpProvider:
         if not cfg.project:
             raise ConfigError("clouds.gcp.project is empty: set it to the id of the project that runs "
                               "the GPU nodes (see docs/providers/gcp.md)")
+        check_endpoint(cfg.api_endpoint, "clouds.gcp.api_endpoint")
         self._cfg = cfg
         self._cluster = cluster
         self._user_data = user_data

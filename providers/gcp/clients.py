@@ -11,8 +11,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from burster.errors import AuthError
+from burster.errors import AuthError, ConfigError
+from burster.redact import redact_url
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 
@@ -34,7 +36,7 @@ def default_credentials() -> Any:
     try:
         creds, _ = google.auth.default(scopes=list(SCOPES))
         return creds
-    except (DefaultCredentialsError, GoogleAuthError, ValueError):
+    except (DefaultCredentialsError, GoogleAuthError, ValueError, OSError):  # OSError: a folder, no read access
         env = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
         env_text = (f"GOOGLE_APPLICATION_CREDENTIALS={env} (unreadable or not a credentials file)"
                     if env else "GOOGLE_APPLICATION_CREDENTIALS (not set)")
@@ -57,7 +59,33 @@ class Clients:
     catalog: Any
 
 
+def check_endpoint(url: str, key: str) -> None:
+    """A ConfigError naming ``key`` unless ``url`` is empty, ``host[:port]`` or an http(s) URL."""
+    if not url:
+        return
+    try:
+        parts = urlsplit(url if "://" in url else f"https://{url}")
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a port out of range, a broken IPv6 literal
+        ok = False
+    if not ok or any(c.isspace() for c in url):
+        raise ConfigError(f"{key} {redact_url(url)!r} is not a usable endpoint; give an https:// URL or "
+                          "host[:port] (empty: the public Google API endpoint)")
+
+
 def make_clients(credentials: Any, api_endpoint: str = "", billing_endpoint: str = "") -> Clients:
+    """The REST clients; a ConfigError when the SDK refuses its settings (mTLS environment variables)."""
+    from google.auth.exceptions import GoogleAuthError
+
+    try:
+        return _clients(credentials, api_endpoint, billing_endpoint)
+    except (GoogleAuthError, ValueError) as err:  # MutualTLSChannelError names the variable at fault
+        raise ConfigError(f"gcp: cannot set up the Google API clients: {err}. Check clouds.gcp.api_endpoint "
+                          "and the GOOGLE_API_USE_MTLS_ENDPOINT / GOOGLE_API_USE_CLIENT_CERTIFICATE "
+                          "environment variables") from None
+
+
+def _clients(credentials: Any, api_endpoint: str, billing_endpoint: str) -> Clients:
     from google.cloud import billing_v1, compute_v1
 
     opts = {"api_endpoint": api_endpoint} if api_endpoint else None

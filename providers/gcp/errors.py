@@ -34,6 +34,7 @@ AUTH_REASONS = frozenset({"forbidden", "insufficientPermissions", "accessNotConf
 _SECRETS = re.compile(r"(?i)((?:key|access_token|token|signature|sig|password)=|bearer\s+)[^&\s'\"]+")
 _TOKENS = re.compile(r"\bya29\.[\w.-]+|\b1//[\w.-]{20,}|-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*")
 _URL_PREFIX = re.compile(r"^(GET|POST|PUT|PATCH|DELETE) \S+: ")
+MAX_DETAIL = 400  # characters of the API's text kept (a proxy's error page can be kilobytes)
 
 NEXT: dict[type[Exception], str] = {
     CapacityError: "GCE has no capacity for it now; Burster blocks this offering for a while and tries "
@@ -54,7 +55,8 @@ NEXT: dict[type[Exception], str] = {
 def clean(text: str) -> str:
     """Drop the ``METHOD url:`` prefix api_core adds and anything that looks like a credential."""
     text = _SECRETS.sub(r"\1<redacted>", _URL_PREFIX.sub("", str(text)))
-    return _TOKENS.sub("<redacted>", text).strip()
+    text = " ".join(_TOKENS.sub("<redacted>", text).split())
+    return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 1] + "…"
 
 
 def _make(cls: type[ProviderError], what: str, detail: str, offering_key: str) -> ProviderError:
@@ -65,14 +67,19 @@ def from_api_error(err: Exception, what: str, offering_key: str = "") -> Provide
     """An SDK exception (HTTP error body, transport failure) as a burster error."""
     from google.api_core import exceptions as gexc
     from google.auth import exceptions as aexc
+    from google.protobuf import json_format
 
     if isinstance(err, ProviderError | ConfigError):
         return err
     if isinstance(err, aexc.TransportError):
         return _make(TransientError, what, f"{type(err).__name__} while fetching credentials", offering_key)
     if isinstance(err, aexc.GoogleAuthError):
+        said = clean(str(err.args[0]))[:200] if err.args else ""  # e.g. "invalid_grant: Token has been expired"
         return _make(AuthError, what, f"the credentials were refused or cannot be refreshed "
-                     f"({type(err).__name__})", offering_key)
+                     f"({type(err).__name__}{': ' + said if said else ''})", offering_key)
+    if isinstance(err, json_format.ParseError | UnicodeDecodeError):  # a proxy's page, a cut-off answer
+        return _make(TransientError, what, f"the answer is not the API's JSON ({type(err).__name__}); if this "
+                     "persists check clouds.gcp.api_endpoint and any HTTP(S) proxy in between", offering_key)
     if not isinstance(err, gexc.GoogleAPICallError):
         if isinstance(err, gexc.RetryError | TimeoutError | ConnectionError | OSError):
             return _make(TransientError, what, type(err).__name__, offering_key)

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import csv
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from burster.catalog import FILES, catalog_dir
+from burster.errors import InputError
 from burster.model import Market, Offering
+from burster.textfile import text_lines
 
 log = logging.getLogger(__name__)
 COMPUTE_SERVICE = "services/6F81-5844-456A"
@@ -27,6 +31,7 @@ HOST_SERIES = {"a2": ("A2 Instance",), "a3-megagpu": ("A3Plus Instance", "A3 Ins
 GPU_SKU_NAMES = {"A100": ("A100 GPU",), "A100-80GB": ("A100 80GB GPU",), "H100": ("H100 80GB GPU",),
                  "H100-MEGA": ("H100 80GB Mega GPU", "H100 Mega 80GB GPU", "H100 80GB Plus GPU"),
                  "H200": ("H200 141GB GPU",)}
+SHAPE_COLUMNS = ("InstanceType", "vCPUs", "MemoryGiB")
 _SKIP = ("custom", "commitment", "reserved", "sole tenancy", "premium", "extended")
 
 
@@ -68,17 +73,48 @@ def parse_skus(skus: Iterable[Any]) -> list[SkuPrice]:
     return out
 
 
-def machine_shapes() -> dict[str, tuple[float, float]]:
-    """Machine type -> (vCPUs, memory GiB) from the offline GCP catalog CSV."""
-    shapes: dict[str, tuple[float, float]] = {}
+def catalog_file() -> Path:
+    """The offline GCP catalog CSV: ``gcp_v7_vms_gpu_subset.csv``, else its ``.csv.gz``."""
+    plain = catalog_dir() / FILES["gcp"]
+    packed = plain.with_name(plain.name + ".gz")
+    return packed if not plain.exists() and packed.exists() else plain
+
+
+def _shape(cpus: str, mem: str) -> tuple[float, float] | None:
     try:
-        with (catalog_dir() / FILES["gcp"]).open(newline="") as fh:
-            for row in csv.DictReader(fh):
-                itype, cpus, mem = row.get("InstanceType"), row.get("vCPUs"), row.get("MemoryGiB")
-                if itype and cpus and mem:
-                    shapes.setdefault(itype, (float(cpus), float(mem)))
-    except (OSError, ValueError) as err:
-        log.warning("gcp: cannot read machine shapes from the offline catalog (%s); live prices off", err)
+        shape = (float(cpus), float(mem))
+    except ValueError:
+        return None
+    return shape if all(math.isfinite(v) and v > 0 for v in shape) else None
+
+
+def machine_shapes(path: Path | None = None) -> dict[str, tuple[float, float]]:
+    """Machine type -> (vCPUs, memory GiB) from the offline GCP catalog CSV (plain or gzip); empty,
+    with a warning naming the file, when it cannot be read (live prices are then off)."""
+    path = path or catalog_file()
+    shapes: dict[str, tuple[float, float]] = {}
+    bad: list[int] = []
+    try:
+        reader = csv.DictReader(text_lines(path, "GCP price catalog"))
+        missing = [c for c in SHAPE_COLUMNS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise InputError(f"{path}: header lacks column(s) {', '.join(missing)}")
+        for row in reader:
+            itype, cpus, mem = row.get("InstanceType"), row.get("vCPUs"), row.get("MemoryGiB")
+            if not (itype and cpus and mem):
+                continue
+            shape = _shape(cpus, mem)
+            if shape is None:
+                bad.append(reader.line_num)
+            else:
+                shapes.setdefault(itype, shape)
+    except (InputError, csv.Error) as err:
+        log.warning("gcp: cannot read machine shapes (%s); live Cloud Billing prices are off, the offline "
+                    "catalog's prices are used", err)
+        return {}
+    if bad:
+        log.warning("gcp: %s: rows %s: vCPUs or MemoryGiB is not a positive number; those machine types "
+                    "keep their offline catalog prices", path, ", ".join(map(str, bad[:10])))
     return shapes
 
 
