@@ -14,7 +14,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-from burster.model import Node
+from burster.model import Interruption, Node
 from burster.state import MemoryState
 
 log = logging.getLogger("burster.reconcile")
@@ -36,6 +36,17 @@ class OfferingBlocks:
         factor = min(2 ** (strikes - 1), MAX_BLOCK_FACTOR)
         until = now + timedelta(seconds=self.block_s * factor)
         self.state.blocked[key] = max(until, self.state.blocked.get(key, until))
+
+    def noticed(self, notices: Iterable[Interruption]) -> None:
+        """Block the offerings of nodes given their first interruption notice: the pool is being taken
+        back, so a job it stops relaunches elsewhere. Only a node up when the notice came: live, or
+        ended since (a notice read in the pass that lists its node gone), not one ended before it."""
+        for n in notices:
+            rec = self.state.nodes.get(n.node_id)
+            if rec is not None and (
+                self.state.is_live(n.node_id) or (rec.ended_at is not None and rec.ended_at >= n.notice_at)
+            ):
+                self.block(rec.offering.key, n.notice_at)
 
     def launched(self, key: str) -> None:
         """A launch on offering ``key`` went through: its strikes start again."""

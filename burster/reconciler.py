@@ -29,7 +29,7 @@ from burster.clock import Clock
 from burster.errors import ConfigError, PartialLaunchError, ProviderError, TransientError
 from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
 from burster.lifecycle import NodeState
-from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Placement, Signal, Snapshot
+from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Signal, Snapshot
 from burster.plan import Checkpoint, DecisionLog, Drain, Hold, Launch, Plan, Preempt, Terminate
 from burster.reconcile_nodes import LISTING_GRACE_S, NodeBook
 from burster.state import MemoryState
@@ -132,10 +132,12 @@ class Reconciler:
             except ProviderError as err:
                 degraded.add(name)
                 log.warning("provider %s degraded this pass: %s", name, err)
+        first = self._take_notices(notices)  # before sync ends nodes: one gone with its notice was taken back
         self.nodes.sync(now, listed, degraded, self._charge)
+        self.blocks.noticed(first)
         self.nodes.expire_intents(now)
         self._poll_checkpoints(now)
-        standing = self._standing_notices(notices)
+        standing = self._standing_notices()
         try:
             running = tuple(self.pool.running())  # after the checkpoints that finished left it (and requeued)
             pending, pool_nodes = tuple(self.pool.pending()), tuple(self.pool.nodes())
@@ -161,20 +163,21 @@ class Reconciler:
             team_runtime_ratios=history.by_team,
         )
 
-    def _standing_notices(self, new: Sequence[Interruption]) -> tuple[Interruption, ...]:
-        """Interruption notices kept (in the state, so across a restart) until their node ends
-        (clouds hand each one out once): one whose handling failed this pass, a checkpoint the pool
-        refused, is handled again next pass. A node's first notice blocks its offering as a capacity
-        error does (a job it stops is relaunched on another pool, not the one taking nodes back).
-        Per node the notice that ends it first; by that end, then node id."""
-        standing = self.state.notices
+    def _take_notices(self, new: Sequence[Interruption]) -> list[Interruption]:
+        """Keep new notices (per node the one ending it first) before listings end nodes: a spot node listed
+        gone in the pass its notice is read (late: a degraded provider) was taken back. Returns nodes' first."""
+        standing, first = self.state.notices, []
         for n in new:
             kept = standing.get(n.node_id)
-            rec = self.state.nodes.get(n.node_id)
-            if kept is None and rec is not None and self.state.is_live(n.node_id):
-                self.blocks.block(rec.offering.key, n.notice_at)  # the pool is being taken back: relaunch elsewhere
+            first += [n] if kept is None else []
             if kept is None or n.terminate_at < kept.terminate_at:
                 standing[n.node_id] = n
+        return first
+
+    def _standing_notices(self) -> tuple[Interruption, ...]:
+        """Notices kept (in the state, so across a restart) until their node ends (clouds hand each out once):
+        one whose handling failed, a checkpoint the pool refused, is handled again next pass. By end, node."""
+        standing = self.state.notices
         for node_id in [k for k in standing if not self.state.is_live(k)]:
             del standing[node_id]
         return tuple(sorted(standing.values(), key=lambda n: (n.terminate_at, n.node_id)))
@@ -300,6 +303,7 @@ class Reconciler:
             got = [n for n in err.nodes if isinstance(n, Node)]
             self.blocks.block(a.offering.key, now)
             self.nodes.adopt(got, a, now)
+            self.state.launch_times += [now] * len(got)  # launched, given back or not: the rate counts them
             if a.job_id is not None:  # a gang runs on all its nodes or none: give partial ones back
                 self._give_back(got, f"partial gang launch for {a.job_id}", err)
             self.state.clear_intent(a.request_id)
@@ -393,6 +397,3 @@ def _failed(report: PassReport, action: str, err: ProviderError | ConfigError) -
     report.errors.append(f"{action} failed: {err}")
     log.warning("action failed (will retry next pass): %s", err)
 
-
-def placements_by_node(running: Sequence[Placement]) -> dict[str, Placement]:
-    return {node_id: p for p in running for node_id in p.node_ids}
