@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
 from burster.billing import billing_rule, interrupted_spot_billed_s
 from burster.budget_period import period_start, share_since
+from burster.errors import ProviderError
+from burster.interfaces import CloudProvider
 from burster.lifecycle import TRANSITIONS, NodeState
 from burster.model import Market, Node, Placement, Spend
 from burster.plan import Launch
@@ -30,6 +32,15 @@ LISTING_GRACE_S = 300.0
 # is (burster/billing.py). A node with a definite notice that its cloud would take back free is left
 # to it, drained, and terminated only if still up this long after the notice's time.
 TAKE_BACK_GRACE_S = 120.0
+
+
+class Providers(dict[str, CloudProvider]):
+    """The configured clouds by name. One that node records name but the config no longer has (a kept
+    store, the cloud since disabled) is a ProviderError, which a pass reports, not a KeyError."""
+
+    def __missing__(self, name: str) -> CloudProvider:
+        raise ProviderError(f"provider {name!r} is not configured, but this controller's records hold live "
+                            f"nodes there: enable clouds.{name} again so it can end them", provider=name)
 
 
 class NodeBook:
@@ -99,6 +110,16 @@ class NodeBook:
             self.follow(node_id, NodeState.READY)  # e.g. draining or checkpointing a node still booting
         if state in TRANSITIONS[self.state.nodes[node_id].state]:
             self.state.move(node_id, state)
+
+    def unconfigured(self, configured: Collection[str]) -> set[str]:
+        """Providers with live node records but no adapter: degraded every pass (their nodes kept as last
+        known and billed, nothing there reclaimed), with a warning saying how to end them."""
+        orphans = self.state.live_providers() - set(configured)
+        for name in sorted(orphans):
+            log.warning("provider %s is not configured but %d live node(s) are recorded there: they stay "
+                        "billed and are never reclaimed; enable clouds.%s again so the controller can end them",
+                        name, len(self.state.live_of(name)), name)
+        return orphans
 
     def sync(self, now: datetime, listed: Mapping[str, Sequence[Node]], degraded: set[str],
              charge: Callable[[str, datetime], None]) -> None:

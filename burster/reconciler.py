@@ -31,7 +31,7 @@ from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
 from burster.lifecycle import NodeState
 from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Signal, Snapshot
 from burster.plan import Checkpoint, DecisionLog, Drain, Hold, Launch, Plan, Preempt, Terminate
-from burster.reconcile_nodes import LISTING_GRACE_S, NodeBook
+from burster.reconcile_nodes import LISTING_GRACE_S, NodeBook, Providers
 from burster.state import MemoryState
 
 log = logging.getLogger("burster.reconcile")
@@ -73,7 +73,7 @@ class Reconciler:
         listing_grace_s: float = LISTING_GRACE_S,
         budget_period: str = "month",
     ) -> None:
-        self.providers = dict(sorted(providers.items()))
+        self.providers = Providers(sorted(providers.items()))
         self.pool = pool
         self.policy = policy
         self.clock = clock
@@ -121,7 +121,7 @@ class Reconciler:
     # --- observe -------------------------------------------------------------------------------
     def observe(self) -> Snapshot:
         now = self.clock.now()
-        degraded: set[str] = set()
+        degraded = self.nodes.unconfigured(self.providers)  # a kept store's nodes on a cloud since disabled
         listed: dict[str, Sequence[Node]] = {}
         notices: list[Interruption] = []
         for name, provider in self.providers.items():

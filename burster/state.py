@@ -146,6 +146,10 @@ class MemoryState:
         """Live nodes of one provider, in launch order."""
         return [self.nodes[i] for i in self._live_by_provider.get(provider, ())]
 
+    def live_providers(self) -> set[str]:
+        """The providers that have live nodes."""
+        return {p for p, ids in self._live_by_provider.items() if ids}
+
     def has_live(self) -> bool:
         return bool(self._live)
 

@@ -20,11 +20,13 @@ import pytest
 
 from burster.errors import IllegalTransitionError, ThrottledError, TransientError
 from burster.lifecycle import NodeState
-from burster.plan import Launch, Plan
+from burster.plan import Launch, Plan, Terminate
+from burster.reconciler import Reconciler
 from burster.retry import MAX_RETRY_AFTER_S, call_with_backoff
+from providers.fake import FakeCloudProvider
 from tests.test_reconcile_take_back import Cloud
 from tests.test_reconciler import CHEAP, DEAR, World
-from tests.test_reconciler_edges import scripted
+from tests.test_reconciler_edges import Scripted, adopted, scripted
 
 
 # --- notices read late ---------------------------------------------------------------------------
@@ -147,3 +149,23 @@ def test_the_backoff_jitter_never_passes_its_cap() -> None:
     with pytest.raises(TransientError):
         call_with_backoff(always, attempts=6, base_s=100.0, cap_s=2.0, sleep=slept.append, rng=random.Random(1))
     assert len(slept) == 5 and all(0.0 <= s <= 2.0 for s in slept)
+
+
+# --- a cloud since disabled ----------------------------------------------------------------------
+def test_nodes_of_a_provider_no_longer_configured_are_kept_billed_and_a_terminate_is_reported() -> None:
+    """A kept store's live node on a cloud the config no longer has: the pass raised KeyError when the
+    policy ended it. Now that provider is degraded every pass (nothing there reclaimed, its nodes billed)
+    and a terminate of one is a failure the pass reports, naming the fix."""
+    w = World()
+    node_id = adopted(w)
+    other = FakeCloudProvider("other", [], now=w.clock.now)
+    end_it = Scripted(Plan((Terminate((node_id,), "idle", f"term-{node_id}"),)))
+    w.rec = Reconciler(providers={"other": other}, pool=w.pool, policy=end_it, clock=w.clock, state=w.rec.state)
+    w.clock.advance(3600)
+    snapshot = w.rec.observe()
+    assert snapshot.degraded_providers == frozenset({"fake"})
+    assert [n.node_id for n in snapshot.cloud_nodes] == [node_id] and snapshot.spend.total_usd > 0
+    report = w.rec.run_once()
+    assert report.errors == ["terminate failed: provider 'fake' is not configured, but this controller's records "
+                             "hold live nodes there: enable clouds.fake again so it can end them"]
+    assert w.rec.state.is_live(node_id) and [n.node_id for n in w.cloud.list_nodes()] == [node_id]
