@@ -26,7 +26,7 @@ from burster.retry import MAX_RETRY_AFTER_S, call_with_backoff
 from providers.fake import FakeCloudProvider
 from tests.test_reconcile_take_back import Cloud
 from tests.test_reconciler import CHEAP, DEAR, World
-from tests.test_reconciler_edges import Scripted, adopted, scripted
+from tests.test_reconciler_edges import Scripted, adopted, replay_with_one_ended, scripted
 
 
 # --- notices read late ---------------------------------------------------------------------------
@@ -98,16 +98,7 @@ def test_a_partial_gangs_nodes_count_towards_the_launch_rate_though_given_back()
 def test_a_replay_for_no_job_with_an_ended_node_is_launched_next_under_a_new_id() -> None:
     """Under the same id the cloud would answer with the same ended node at every pass."""
     w = World()
-    rec = scripted(w, Plan(actions=(Launch(CHEAP, 2, "stock", "rq-stock"),)))
-    w.cloud.lose_next_replies(5)
-    rec.run_once()
-    gone, kept = w.cloud.list_nodes()
-    w.clock.advance(20)
-    w.cloud.end(gone.node_id)
-    w.cloud.list_late([kept.node_id])
-    w.clock.advance(10)
-    rec.run_once()
-    w.cloud.list_again()
+    rec, _, _ = replay_with_one_ended(w)
     w.clock.advance(10)
     report = rec.run_once()
     assert not report.errors and report.launched_nodes == 2

@@ -26,9 +26,9 @@ import pytest
 
 from burster.errors import CapacityError, ProviderError, TransientError
 from burster.lifecycle import NodeState
-from burster.model import Demand, Offering, Signal, Snapshot
+from burster.model import Demand, Node, Offering, Signal, Snapshot
 from burster.plan import Checkpoint, Drain, Launch, Plan, Terminate
-from burster.reconciler import Reconciler
+from burster.reconciler import PassReport, Reconciler
 from burster.state import NodeRecord
 from providers.fake import FakeCloudProvider
 from tests.test_reconcile_checkpoints import _checkpointing_b
@@ -270,8 +270,9 @@ def test_a_partial_launch_for_no_job_keeps_the_nodes_it_got() -> None:
     assert w.rec.state.is_live(node.node_id)
 
 
-def test_a_replay_for_no_job_keeps_its_live_node_when_the_other_ended() -> None:
-    w = World()
+def replay_with_one_ended(w: World) -> tuple[Reconciler, PassReport, Node]:
+    """A 2-node launch for no job whose replies are lost: one node ends, the other is listed late; the
+    pass that replays it. The reconciler, that pass's report and the node kept."""
     rec = scripted(w, Plan(actions=(Launch(CHEAP, 2, "stock", "rq-stock"),)))
     w.cloud.lose_next_replies(5)
     rec.run_once()
@@ -282,6 +283,12 @@ def test_a_replay_for_no_job_keeps_its_live_node_when_the_other_ended() -> None:
     w.clock.advance(10)
     report = rec.run_once()
     w.cloud.list_again()
+    return rec, report, kept
+
+
+def test_a_replay_for_no_job_keeps_its_live_node_when_the_other_ended() -> None:
+    w = World()
+    _, report, kept = replay_with_one_ended(w)
     assert any("ended before this controller heard of them" in e for e in report.errors)
     assert w.rec.state.is_live(kept.node_id) and [n.node_id for n in w.cloud.list_nodes()] == [kept.node_id]
 
