@@ -55,6 +55,7 @@ class NodeBook:
         self._views: dict[str, tuple[NodeRecord, str | None, Node]] = {}  # last snapshot's Node per id
         self._intents_seen: dict[str, datetime] = {}  # when a pass first found each launch intent
         self._taken_back: set[str] = set()  # ending now, taken back by the cloud (billed as such)
+        self._orphans_warned: dict[str, int] = {}  # unconfigured provider -> live nodes when last warned
 
     def adopt(self, nodes: Iterable[Node], launch: Launch | None, now: datetime) -> None:
         """Record nodes a launch returned (or that a listing found, after a crash)."""
@@ -113,12 +114,15 @@ class NodeBook:
 
     def unconfigured(self, configured: Collection[str]) -> set[str]:
         """Providers with live node records but no adapter: degraded every pass (their nodes kept as last
-        known and billed, nothing there reclaimed), with a warning saying how to end them."""
+        known and billed, nothing there reclaimed), with a warning saying how to end them when first
+        seen and whenever their live node count changes (not every pass)."""
         orphans = self.state.live_providers() - set(configured)
-        for name in sorted(orphans):
+        counts = {name: len(self.state.live_of(name)) for name in orphans}
+        for name in sorted(n for n, c in counts.items() if self._orphans_warned.get(n) != c):
             log.warning("provider %s is not configured but %d live node(s) are recorded there: they stay "
                         "billed and are never reclaimed; enable clouds.%s again so the controller can end them",
-                        name, len(self.state.live_of(name)), name)
+                        name, counts[name], name)
+        self._orphans_warned = counts
         return orphans
 
     def sync(self, now: datetime, listed: Mapping[str, Sequence[Node]], degraded: set[str],

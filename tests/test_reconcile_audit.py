@@ -160,3 +160,30 @@ def test_nodes_of_a_provider_no_longer_configured_are_kept_billed_and_a_terminat
     assert report.errors == ["terminate failed: provider 'fake' is not configured, but this controller's records "
                              "hold live nodes there: enable clouds.fake again so it can end them"]
     assert w.rec.state.is_live(node_id) and [n.node_id for n in w.cloud.list_nodes()] == [node_id]
+
+
+
+def test_an_unconfigured_provider_is_warned_of_once_and_again_when_its_node_count_changes(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A controller passes every few seconds: the warning came every pass, burying every other log line."""
+    w = World()
+    first, _ = adopted(w, CHEAP), adopted(w, DEAR)
+    other = FakeCloudProvider("other", [], now=w.clock.now)
+    w.rec = Reconciler(providers={"other": other}, pool=w.pool, policy=Scripted(Plan(())), clock=w.clock,
+                       state=w.rec.state)
+
+    def warned() -> list[int]:
+        return [int(r.getMessage().split(" but ")[1].split()[0]) for r in caplog.records
+                if r.getMessage().startswith("provider fake is not configured")]
+
+    with caplog.at_level("WARNING", logger="burster.reconcile"):
+        for _ in range(3):
+            w.clock.advance(60)
+            w.rec.run_once()
+        assert warned() == [2]
+        w.rec.state.move(first, NodeState.TERMINATING)
+        w.rec.state.move(first, NodeState.TERMINATED, ended_at=w.clock.now())
+        for _ in range(2):
+            w.clock.advance(60)
+            w.rec.run_once()
+    assert warned() == [2, 1]
