@@ -28,8 +28,8 @@ INVENTORY_PATH = "/v1/inventory"
 EPILOG = """\
 exit codes:
   0    the report(s) were printed or sent (with --count N: at least one of them)
-  2    bad option, controller unreachable or rejecting the report (with --once, or every one of
-       --count N), or an NVML query failed
+  2    bad option, an NVML query failed or the controller was unreachable or rejected the report
+       (with --once, or every one of --count N)
   3    NVML cannot be used on this host: no NVIDIA driver, driver not loaded, or no permission
   130  interrupted (Ctrl-C)
 """
@@ -128,13 +128,16 @@ def _emit(controller: Controller | None) -> Callable[[dict[str, Any]], None]:
 def run_agent(read: Callable[[], tuple[Any, ...]], emit: Callable[[dict[str, Any]], None], *, count: int | None,
               interval_s: float, sleep: Callable[[float], None] = time.sleep) -> None:
     """Read and emit ``count`` reports (None: forever), ``interval_s`` apart. In a repeating run a failed
-    send is a warning and the next report tries again; when every one of ``count`` failed, the last
-    failure is raised. A host without NVML stops the agent."""
+    read or send is a warning and the next report tries again; when every one of ``count`` failed, the
+    last failure is raised. A host without NVML stops the agent."""
+    from providers.nvml import GpuUnavailableError
+
     sent = failed = 0
     while count is None or sent < count:
-        report = build_report(read())
         try:
-            emit(report)
+            emit(build_report(read()))
+        except GpuUnavailableError:
+            raise
         except ProviderError as err:
             failed += 1
             if failed == count:

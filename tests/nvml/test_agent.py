@@ -16,6 +16,9 @@ from typing import Any
 import pytest
 
 from burster.cli import main
+from burster.cli.agent import run_agent
+from burster.errors import ProviderError
+from providers.nvml import read_inventory
 from tests.nvml import fake_pynvml
 from tests.nvml.recorder import Recorder
 
@@ -159,6 +162,28 @@ def test_repeating_agent_warns_on_a_failed_send_and_keeps_reporting(nvml: Any,
     err = capsys.readouterr().err
     assert err.count("burster: warning: controller at") == 1 and "HTTP 503" in err
     assert nvml.calls == ["init", "shutdown"] * 3
+
+
+def test_a_repeating_agent_warns_on_a_failed_read_and_keeps_reporting(monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """One GPU briefly unreadable stopped a long-running agent (exit 2) where a failed send only warned."""
+    gpus = fake_pynvml.default_gpus()
+    gpus[1].lost = True
+    mod = fake_pynvml.make(gpus)
+    monkeypatch.setitem(sys.modules, "pynvml", mod)
+    sent: list[dict[str, Any]] = []
+
+    def recover(_: float) -> None:
+        gpus[1].lost = False
+
+    run_agent(read_inventory, sent.append, count=2, interval_s=5.0, sleep=recover)
+    assert [len(r["gpus"]) for r in sent] == [2]
+    assert capsys.readouterr().err == "burster: warning: NVML failed reading GPU 1: NVMLError_GpuIsLost: " \
+        "fake NVML error 15\n"
+    gpus[1].lost = True
+    with pytest.raises(ProviderError, match="NVML failed reading GPU 1"):  # every one of --count N failed
+        run_agent(read_inventory, sent.append, count=2, interval_s=5.0, sleep=lambda _: None)
+    assert mod.calls == ["init", "shutdown"] * 4
 
 
 def test_repeating_to_stdout_prints_one_document_per_report(nvml: Any, capsys: pytest.CaptureFixture[str]) -> None:
