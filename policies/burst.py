@@ -248,7 +248,7 @@ def _consider(job: Demand, offering: Offering, deferring: bool, wait_s: float, w
     why = _burst_reason(job, wait_s, waited_s, now, cost, params, offering, deferring, scale)
     if why is None:
         return None
-    return _launch(job, offering, cost, f"job {job.job_id} ({job.gpus} GPUs): {why}; "
+    return _launch(job, offering, cost, f"job {job.job_id} ({job.gpus} GPU{'s' if job.gpus != 1 else ''}): {why}; "
                    f"cheapest effective is {offering.key} at ${offering.price_per_hour_usd:.2f}/h")
 
 

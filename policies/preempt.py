@@ -76,7 +76,8 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
             continue
         deadline = cost.checkpoint_deadline(now)
         actions.append(Preempt(p.job.job_id, p.node_ids, deadline, reason=(
-            f"requeue reserved job {p.job.job_id} ({p.job.gpus} GPUs, {left_s / 3600.0:.1f} h left) so that "
+            f"requeue reserved job {p.job.job_id} ({p.job.gpus} GPU{'s' if p.job.gpus != 1 else ''}, "
+            f"{left_s / 3600.0:.1f} h left) so that "
             f"job {job.job_id} runs on {node_id} {instead}: saves ${saving:.2f}")))
         actions.append(Hold(node_id, job.job_id, now, deadline + timedelta(seconds=cost.p.launch_latency_s), reason=(
             f"hold {node_id} for job {job.job_id} while {p.job.job_id} checkpoints")))

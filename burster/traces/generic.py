@@ -71,7 +71,8 @@ def _job(row: Row, job_id: str) -> Demand:
     submitted = _when(row, "submit_time")
     nodes = _whole(row, "nodes", minimum=1) if _given(row, "nodes") else gang_nodes(gpus)
     if gpus and nodes > gpus:
-        raise row.fail("nodes", f"{nodes} nodes for {gpus} GPUs; every node of a job needs at least one GPU")
+        raise row.fail("nodes", f"{nodes} nodes for {gpus} GPU{'s' if gpus != 1 else ''}; every node of a job "
+                       "needs at least one GPU")
     deadline = _when(row, "deadline") if _given(row, "deadline") else None
     if deadline is not None and deadline <= submitted:
         raise row.fail("deadline", f"{deadline.isoformat()} is not after submit_time {submitted.isoformat()}")

@@ -44,6 +44,7 @@ def test_a_job_whose_wait_passes_its_budget_bursts_to_the_cheapest_spot() -> Non
     job = Demand("be", 1, NOW, 36_000, gpu_model="V100")
     (launch,) = burst(snapshot(job, busy_for_s=10_000), COST, PARAMS)
     assert launch.offering == SPOT and launch.count == 1 and "wait budget" in launch.reason
+    assert launch.reason.startswith("job be (1 GPU): ")
 
 
 def test_spot_slack_is_deadline_slack_less_changeover_margin_and_rework() -> None:
@@ -100,6 +101,7 @@ def test_a_job_the_pool_leaves_waiting_on_fragmented_gpus_bursts_once_past_its_b
     assert wakes == [NOW + timedelta(seconds=900 - 300)]
     (launch,) = burst(fragmented(two_gpu_job(waited_s=1200)), COST, PARAMS)
     assert launch.offering == SPOT and launch.count == 2 and "look free" in launch.reason
+    assert " (2 GPUs): " in launch.reason
 
 
 def test_a_job_just_requeued_is_given_a_scheduler_cycle_before_it_counts_as_stuck() -> None:

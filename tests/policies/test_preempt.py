@@ -65,6 +65,7 @@ def test_a_reserved_job_that_can_run_on_spot_is_requeued_and_its_node_held_for_t
     assert (preempt.job_id, preempt.node_ids, preempt.deadline) == ("k", ("onprem-0",), NOW + timedelta(minutes=2))
     assert (hold.node_id, hold.job_id, hold.start_at) == ("onprem-0", "urgent", NOW)
     assert "so that job urgent runs on onprem-0 instead of aws/use1-az1/p3.2xlarge/on_demand" in preempt.reason
+    assert preempt.reason.startswith("requeue reserved job k (1 GPU, 2.0 h left) so that ")
 
 
 def test_the_cheapest_job_to_send_away_is_chosen() -> None:

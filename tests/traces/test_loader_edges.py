@@ -66,7 +66,7 @@ def test_a_row_with_too_many_cells_says_how_many(tmp_path: Path) -> None:
 # --- the generic format --------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("row", "column", "problem"), [
-    ("x,0,1,10,2,,,", "nodes", "2 nodes for 1 GPUs"),
+    ("x,0,1,10,2,,,", "nodes", "2 nodes for 1 GPU;"),
     ("x,100,1,10,,,100,soft", "deadline", "is not after submit_time"),
 ])
 def test_generic_bounds_met_exactly_are_errors(tmp_path: Path, row: str, column: str, problem: str) -> None:
