@@ -13,7 +13,7 @@ from burster.budget_period import period_start, share_since
 from burster.errors import ProviderError
 from burster.interfaces import CloudProvider
 from burster.lifecycle import TRANSITIONS, NodeState
-from burster.model import Market, Node, Placement, Spend
+from burster.model import Interruption, Market, Node, Placement, Spend
 from burster.plan import Launch
 from burster.state import EndWatch, LedgerEntry, MemoryState, NodeRecord
 
@@ -207,19 +207,30 @@ class NodeBook:
         self.state.tickets.pop(node_id, None)
 
     def expire_intents(self, now: datetime) -> None:
-        """Forget a launch intent no node has answered for ``listing_grace_s``: its call failed
-        (one that might have launched: a timeout, throttling) and no later pass made it again. A
-        node it did launch that is listed later still is adopted, as this cluster's, untied to a job."""
+        """Clear a launch intent once listings have shown all its nodes (its reply was lost), and
+        forget one not fully answered for ``listing_grace_s``: its call failed (one that might have
+        launched: a timeout, throttling) and no later pass made it again. A node it did launch that
+        is listed later still is adopted, as this cluster's, untied to a job."""
         seen = self._intents_seen
         for rid in [r for r in seen if r not in self.state.intents]:
             del seen[rid]
         grace = timedelta(seconds=self.listing_grace_s)
-        for rid in list(self.state.intents):
-            if now - seen.setdefault(rid, now) >= grace:
+        for rid, launch in list(self.state.intents.items()):
+            found = self.state.nodes_of_request(rid)
+            if found < launch.count and now - seen.setdefault(rid, now) < grace:
+                continue
+            if found == 0:
                 log.warning("launch %s: no node answered it in %.0fs; forgetting its intent", rid,
                             grace.total_seconds())
-                self.state.clear_intent(rid)
-                del seen[rid]
+            elif found < launch.count:
+                log.warning("launch %s: listings showed %d of its %d nodes in %.0fs; forgetting its intent",
+                            rid, found, launch.count, grace.total_seconds())
+            self.state.clear_intent(rid)
+            seen.pop(rid, None)
+
+    def partly_listed(self) -> list[Launch]:
+        """Standing launch intents whose nodes listings show only in part: the call reached its cloud."""
+        return [a for rid, a in self.state.intents.items() if 0 < self.state.nodes_of_request(rid) < a.count]
 
     def spend(self, now: datetime, period: str) -> Spend:
         """The budget period's spend: ledger since its start plus what live nodes accrued in it,
@@ -234,6 +245,25 @@ class NodeBook:
         minute_ago = now - timedelta(seconds=60)
         st.launch_times = [t for t in st.launch_times if t > minute_ago]
         return Spend(total, tuple(sorted(by_team.items())), len(st.launch_times), period)
+
+    def take_notices(self, new: Sequence[Interruption]) -> list[Interruption]:
+        """Keep new notices (per node the one ending it first) before listings end nodes: a spot node listed
+        gone in the pass its notice is read (late: a degraded provider) was taken back. Returns nodes' first."""
+        standing, first = self.state.notices, []
+        for n in new:
+            kept = standing.get(n.node_id)
+            first += [n] if kept is None else []
+            if kept is None or n.terminate_at < kept.terminate_at:
+                standing[n.node_id] = n
+        return first
+
+    def standing_notices(self) -> tuple[Interruption, ...]:
+        """Notices kept (in the state, so across a restart) until their node ends (clouds hand each out once):
+        one whose handling failed, a checkpoint the pool refused, is handled again next pass. By end, node."""
+        standing = self.state.notices
+        for node_id in [k for k in standing if not self.state.is_live(k)]:
+            del standing[node_id]
+        return tuple(sorted(standing.values(), key=lambda n: (n.terminate_at, n.node_id)))
 
     def left_to_cloud(self, node_id: str, now: datetime) -> bool:
         """Whether to leave ``node_id`` for its cloud to take back rather than terminate it: a spot

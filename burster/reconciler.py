@@ -132,12 +132,13 @@ class Reconciler:
             except ProviderError as err:
                 degraded.add(name)
                 log.warning("provider %s degraded this pass: %s", name, err)
-        first = self._take_notices(notices)  # before sync ends nodes: one gone with its notice was taken back
+        first = self.nodes.take_notices(notices)  # before sync ends nodes: one gone with its notice was taken back
         self.nodes.sync(now, listed, degraded, self._charge)
         self.blocks.noticed(first)
         self.nodes.expire_intents(now)
+        self._replay_partly_listed(now)
         self._poll_checkpoints(now)
-        standing = self._standing_notices()
+        standing = self.nodes.standing_notices()
         try:
             running = tuple(self.pool.running())  # after the checkpoints that finished left it (and requeued)
             pending, pool_nodes = tuple(self.pool.pending()), tuple(self.pool.nodes())
@@ -163,24 +164,15 @@ class Reconciler:
             team_runtime_ratios=history.by_team,
         )
 
-    def _take_notices(self, new: Sequence[Interruption]) -> list[Interruption]:
-        """Keep new notices (per node the one ending it first) before listings end nodes: a spot node listed
-        gone in the pass its notice is read (late: a degraded provider) was taken back. Returns nodes' first."""
-        standing, first = self.state.notices, []
-        for n in new:
-            kept = standing.get(n.node_id)
-            first += [n] if kept is None else []
-            if kept is None or n.terminate_at < kept.terminate_at:
-                standing[n.node_id] = n
-        return first
-
-    def _standing_notices(self) -> tuple[Interruption, ...]:
-        """Notices kept (in the state, so across a restart) until their node ends (clouds hand each out once):
-        one whose handling failed, a checkpoint the pool refused, is handled again next pass. By end, node."""
-        standing = self.state.notices
-        for node_id in [k for k in standing if not self.state.is_live(k)]:
-            del standing[node_id]
-        return tuple(sorted(standing.values(), key=lambda n: (n.terminate_at, n.node_id)))
+    def _replay_partly_listed(self, now: datetime) -> None:
+        """Make again, under its request id, a launch whose reply was lost and whose nodes listings show in
+        part (a gang's other node listed late): clouds answer it with all its nodes (EC2 ClientToken, GCE
+        requestId, Azure's VM names), so the policy sees the whole set, not a short gang to give back."""
+        for a in self.nodes.partly_listed():
+            try:
+                self._launch(a, now)
+            except (ProviderError, ConfigError) as err:
+                self._observe_errors.append(f"launch {a.request_id} made again failed: {err}")
 
     def _all_offerings(self) -> tuple[Offering, ...]:
         """All providers' offerings; the same tuple object while no provider's list changed."""

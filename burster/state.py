@@ -118,6 +118,10 @@ class MemoryState:
         """Bring back the records of these nodes that a store left out of memory (ended long ago:
         ``SqlState``), so a node listed again is known for what it was; in memory, all are here."""
 
+    def nodes_of_request(self, request_id: str) -> int:
+        """How many nodes are recorded under launch ``request_id`` (live or ended)."""
+        return len(self._by_request.get(request_id, ()))
+
     def request_spent(self, request_id: str) -> bool:
         """True when nodes were launched under ``request_id`` and all of them have ended: the cloud
         would answer that id again with those ended nodes (EC2 ClientToken, the simulated clouds)."""

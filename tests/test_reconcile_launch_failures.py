@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from burster.errors import AuthError, ConfigError, InvalidRequestError, NotFoundError, TransientError
+from burster.plan import Terminate
 from burster.reconcile_nodes import LISTING_GRACE_S
 from tests.test_reconciler import CHEAP, DEAR, World
 
@@ -49,9 +50,44 @@ def test_a_launch_whose_replies_are_all_lost_is_adopted_by_the_next_pass_not_mad
     report = w.rec.run_once()
     assert report.plan.launches == () and w.cloud.list_nodes() == [node]
     assert w.rec.state.nodes[node.node_id].for_job == "b"
-    w.clock.advance(LISTING_GRACE_S)  # the intent stays a grace (a gang's other nodes may be listed late)
+    assert w.rec.state.intents == {}  # answered in full: it said "no node answered it" a grace later
+
+
+def test_a_lost_gang_launch_listed_in_part_is_made_again_and_adopted_whole(caplog: pytest.LogCaptureFixture) -> None:
+    """Its reply lost, a gang's first node listed and the other late: the job's one node looked like a gang
+    that lost a node, and was given back (billed, then launched again twice over). The pass now makes the
+    launch again under its request id, which the cloud answers with both nodes: no new node, none given back."""
+    w = World()
+    w.job("a")
+    w.job("b", gpus=16, nodes=2)
+    w.cloud.lose_next_replies(5)
     w.rec.run_once()
-    assert w.rec.state.intents == {} and w.rec.state.is_live(node.node_id)
+    gang = w.cloud.list_nodes()
+    w.cloud.list_late([gang[1].node_id])
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    assert report.plan.actions == () and report.errors == []
+    assert [w.rec.state.nodes[n.node_id].for_job for n in gang] == ["b", "b"]
+    assert all(w.rec.state.is_live(n.node_id) for n in gang) and w.rec.state.intents == {}
+    w.cloud.list_again()
+    assert w.cloud.list_nodes() == gang
+    assert not [r for r in caplog.records if "forgetting its intent" in r.getMessage()]
+
+
+def test_a_launch_made_again_whose_reply_is_lost_again_is_reported_and_its_intent_stands() -> None:
+    w = World()
+    w.job("a")
+    w.job("b", gpus=16, nodes=2)
+    w.cloud.lose_next_replies(10)
+    w.rec.run_once()
+    first, second = w.cloud.list_nodes()
+    w.cloud.list_late([second.node_id])
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    (rid,) = w.rec.state.intents
+    assert report.errors[0] == f"launch {rid} made again failed: fake: timed out waiting for the reply"
+    # the policy still sees one node of two: a short gang, given back (the rest, once listed, likewise)
+    assert [a.node_ids for a in report.plan.actions if isinstance(a, Terminate)] == [(first.node_id,)]
 
 
 @pytest.mark.parametrize("gang", [False, True])

@@ -8,7 +8,8 @@
   until its grace; a node taken for gone is watched for one grace only; a stray's recorded end never
   moves back, and a listing at the same instant charges no empty entry.
 - ended: a node that ends still requested failed; its checkpoint ticket goes with it.
-- expire_intents: an intent made again after it was cleared or forgotten gets a full grace.
+- expire_intents: an intent made again after it was cleared or forgotten gets a full grace; one
+  answered in full is cleared at once, one answered in part forgotten a grace on, saying how much.
 - spend: the period's ledger only, a live node's share since the period start, a team's nodes
   summed, reading it twice changes nothing; a launch exactly a minute ago no longer counts.
 - take-backs: an on-demand node is never left to its cloud; only a drained node is overdue.
@@ -220,6 +221,25 @@ def test_an_intent_made_again_after_it_was_cleared_or_forgotten_gets_a_full_grac
     d.intent()
     d.book.expire_intents(T0 + 2 * GRACE + sec(10))
     assert "req-1" in d.state.intents
+
+
+def test_an_intent_listings_answer_in_full_is_cleared_and_one_answered_in_part_is_forgotten_saying_so(
+        caplog: pytest.LogCaptureFixture) -> None:
+    d = Desk()
+    d.state.put_intent(Launch(OD, 2, "burst for j", "req-1", job_id="j"))
+    d.sync(T0, node("n-1"))
+    d.book.expire_intents(T0)
+    assert "req-1" in d.state.intents and d.book.partly_listed() == [d.state.intents["req-1"]]
+    with caplog.at_level("WARNING", logger="burster.reconcile"):
+        d.book.expire_intents(T0 + GRACE)
+    assert d.state.intents == {}
+    assert [r.getMessage() for r in caplog.records] == [
+        f"launch req-1: listings showed 1 of its 2 nodes in {LISTING_GRACE_S:.0f}s; forgetting its intent"]
+    d.state.put_intent(Launch(OD, 2, "burst for j", "req-2", job_id="j"))
+    d.sync(T0 + GRACE, node("n-1"), node("n-2", request_id="req-2"), node("n-3", request_id="req-2"))
+    assert d.book.partly_listed() == []
+    d.book.expire_intents(T0 + GRACE)
+    assert d.state.intents == {} and len(caplog.records) == 1
 
 
 # --- spend ---------------------------------------------------------------------------------------
