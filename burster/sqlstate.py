@@ -78,6 +78,8 @@ class SqlState(MemoryState):
             with conn.begin():
                 if lease is not None:
                     lease.take(conn)
+                elif engine.dialect.name == "sqlite":  # pysqlite begins none before reads: one for them all
+                    conn.exec_driver_sql("BEGIN")
                 self._load(conn)
 
     @classmethod

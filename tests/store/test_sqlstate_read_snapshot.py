@@ -1,8 +1,11 @@
-"""A report reads a cluster's state while its controller writes (PostgreSQL): every table comes
-from one snapshot, so a pass the controller commits during the read is seen whole or not at all."""
+"""A report reads a cluster's state while its controller writes: every table comes from one snapshot
+(PostgreSQL) or one read transaction (SQLite), so a pass the controller commits during the read is
+seen whole or not at all."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -43,6 +46,43 @@ def test_a_read_sees_a_pass_committed_during_it_whole_or_not_at_all(postgres_url
     assert fired
     assert report.nodes["n-1"].state is NodeState.READY and report.ledger == [] and report.spent_usd == 0.0
     after = SqlState.read(postgres_url)
+    assert after.nodes["n-1"].state is NodeState.TERMINATED
+    assert [e.usd for e in after.ledger] == [Decimal("9.831200")]
+    ctl.close()
+
+
+def test_a_sqlite_read_sees_a_pass_committed_during_it_whole_or_not_at_all(sqlite_url: str) -> None:
+    """pysqlite starts no transaction for reads, so each table was read as of its own moment: the
+    controller's commit between the nodes and the ledger showed n-1 live with its charge already in
+    the ledger. The read is now one transaction; the commit waits for it (the driver's busy timeout)."""
+    ctl = SqlState.open(sqlite_url)
+    ctl.add_node(_record("n-1", SPOT))
+    for step in (NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY):
+        ctl.move("n-1", step)
+    ctl.commit()
+    writer: list[threading.Thread] = []
+
+    def end_and_charge() -> None:
+        ctl.move("n-1", NodeState.TERMINATING)
+        ctl.move("n-1", NodeState.TERMINATED, ended_at=T0 + timedelta(hours=1))
+        ctl.charge(_entry("n-1", "vision", "9.8312"))
+        ctl.commit()
+
+    def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if writer or not statement.lstrip().upper().startswith("SELECT") or "burster_ledger" not in statement:
+            return
+        writer.append(threading.Thread(target=end_and_charge))
+        writer[0].start()
+        time.sleep(0.3)  # time enough to commit, had the read left the database unlocked
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", before)
+    try:
+        report = SqlState.read(sqlite_url)
+    finally:
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", before)
+    writer[0].join(timeout=10)
+    assert report.nodes["n-1"].state is NodeState.READY and report.ledger == [] and report.spent_usd == 0.0
+    after = SqlState.read(sqlite_url)
     assert after.nodes["n-1"].state is NodeState.TERMINATED
     assert [e.usd for e in after.ledger] == [Decimal("9.831200")]
     ctl.close()
