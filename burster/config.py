@@ -116,7 +116,7 @@ class AwsConfig(_Section):
     security_group_ids: Names = ()
     instance_profile_arn: str = ""
     interruption_queue_url: str = ""
-    endpoint_url: str = ""  # for moto or a VPC endpoint
+    endpoint_url: str = ""  # one endpoint for EC2, SQS and Price List (moto); per service: AWS_ENDPOINT_URL_EC2 etc.
 
 
 class GcpConfig(_Section):
