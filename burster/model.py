@@ -296,7 +296,12 @@ class RuntimeHistory:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """Everything a policy may look at, frozen at one instant."""
+    """Everything a policy may look at, frozen at one instant.
+
+    Its tuples hold what clouds and the pool list, in no order a policy may rely on (a cloud lists
+    in none), ties broken by a stable key (an id, an offering key), so a plan does not flap as a
+    listing's order changes (tests/policies/test_metamorphic.py). ``pending`` alone is ordered: the
+    pool's queue as it serves it (``PoolReader.pending``)."""
 
     now: datetime
     pending: tuple[Demand, ...]

@@ -149,7 +149,7 @@ class NodeBook:
             del watched[node_id]  # taken for gone a grace ago: the rule for every ended record covers it
         for provider, nodes in listed.items():
             seen = set()
-            for n in nodes:
+            for n in sorted(nodes, key=lambda n: n.node_id):  # a cloud lists in no set order: adopt and bill by id
                 seen.add(n.node_id)
                 rec = records.get(n.node_id)
                 if rec is None:
@@ -284,7 +284,8 @@ class NodeBook:
                 and (rec := self.state.nodes.get(node_id)) is not None and rec.state is NodeState.DRAINING}
 
     def snapshot_nodes(self, now: datetime, running: Sequence[Placement]) -> tuple[Node, ...]:
-        """Live nodes as the policy sees them, by id; a Node is reused while its record and job hold."""
+        """Live nodes as the policy sees them, in launch order (those adopted from one listing by
+        id); a Node is reused while its record and job hold."""
         if running is not self._running:
             self._running = running
             self._job_of = {node_id: p.job.job_id for p in running if p.on_cloud for node_id in p.node_ids}

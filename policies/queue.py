@@ -40,7 +40,9 @@ class ReservedQueue:
                 self.node_size[model] = n.gpus
         ends: dict[str, list[tuple[float, int]]] = defaultdict(list)
         now_ts = now.timestamp()
-        any_model = self._any_model = max(self.total, key=lambda m: self.total[m]) if self.total else ""
+        # the model a job of any model is projected onto: the pool's largest, a tie to the first by
+        # name (not the first listed: a pool's listing order must not change the plan)
+        any_model = self.any_model = max(sorted(self.total), key=lambda m: self.total[m]) if self.total else ""
         for p in running:
             if not p.on_cloud:
                 left = p.ends_at_ts - now_ts
@@ -58,7 +60,7 @@ class ReservedQueue:
 
     def model_for(self, job: Demand) -> str | None:
         """The on-prem GPU model that can run ``job``, or None if none can."""
-        model = job.gpu_model or self._any_model
+        model = job.gpu_model or self.any_model
         if self.total.get(model, 0) < job.gpus or self.node_size.get(model, 0) < job.gpus_per_node:
             return None
         return model

@@ -152,8 +152,8 @@ def standby(snapshot: Snapshot, cost: CostModel, params: StandbyParams) -> Stand
     ages = [t + window for s in stock for t in starts[s]]
     next_change = datetime.fromtimestamp(min(ages), tz=now.tzinfo) if ages else None
     unowned: dict[Shape, tuple[str, ...]] = {}
-    if stock:
-        for n in snapshot.cloud_nodes:  # sorted by id
+    if stock:  # by id: the snapshot lists nodes in launch order, which adoption takes from a listing
+        for n in sorted(snapshot.cloud_nodes, key=lambda n: n.node_id):
             if n.exclusive and n.for_job is None and _shape(n.offering) in stock:
                 unowned[_shape(n.offering)] = (*unowned.get(_shape(n.offering), ()), n.node_id)
     return Standby(stock, free, next_change, unowned=unowned)
@@ -195,7 +195,7 @@ def prewarm(snapshot: Snapshot, cost: CostModel, book: OfferBook, queue: Reserve
         if hours <= 0 or not prewarm_opens(sig, cost) <= now < sig.window_start:
             continue
         rate_gpus = sig.gpu_hours / hours
-        model = sig.gpu_model or max(queue.total, key=lambda m: queue.total[m], default="")
+        model = sig.gpu_model or queue.any_model
         warm = sum(n.offering.gpus_per_node for n in idle if n.offering.gpu_model == model)
         excess = rate_gpus - queue.spare_gpus(model) - warm
         probe = Demand(f"signal:{sig.source}", max(1, math.ceil(excess)), now, hours * 3600.0,

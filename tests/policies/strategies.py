@@ -66,7 +66,7 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
     offs = draw(offerings())
     # a node may be held for a job (running, pending or gone)
     pool = tuple(PoolNode(f"onprem-{i}", "V100", 8, draw(st.integers(0, 8)),
-                          draw(st.sampled_from(["", "", "", "r0", "p1", "gone"])))
+                          draw(st.sampled_from([(), (), (), ("r0",), ("p1",), ("gone",), ("p1", "p2")])))
                  for i in range(draw(st.integers(0, 6))))
     pending = draw(demands("p", draw(st.integers(0, 12))))
     running_jobs = draw(demands("r", draw(st.integers(0, 6))))
