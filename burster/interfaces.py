@@ -60,7 +60,8 @@ class CloudProvider(Protocol):
 class PoolReader(Protocol):
     """What the on-prem scheduler (Slurm, Kubernetes) reports; every pass reads all of it.
 
-    - ``pending``: queued demand, oldest first.  ``running``: jobs and where they run.
+    - ``pending``: queued demand in the order the scheduler serves it (its head first: FIFO, or the
+      ranked order of ``pool.order``).  ``running``: jobs and where they run, in no set order.
     - ``nodes``: on-prem nodes with free GPUs (cloud nodes are reported by their provider).
     - ``runtime_history``: how far off the runtime estimates run, from the jobs that finished
       most recently (``RuntimeHistory``; the simulated pool keeps 256 jobs, and 128 of each team).
