@@ -187,13 +187,15 @@ class NodeBook:
                 self._charge_overrun(node_id, now)  # gone at last: charged to the listing without it
                 del watched[node_id]
 
-    def ended(self, node_id: str, now: datetime, charge: Callable[[str, datetime], None]) -> None:
+    def ended(self, node_id: str, now: datetime, charge: Callable[[str, datetime], None], *,
+              still_up: bool = False) -> None:
         """End a record and bill it; a spot node with a standing notice that ends without this
-        controller's terminate was taken back by its cloud (``interrupted_spot_billed_s``)."""
+        controller's terminate was taken back by its cloud (``interrupted_spot_billed_s``), unless
+        ``still_up``: the books close while it runs (a simulation's stop), its cloud has taken nothing yet."""
         rec = self.state.nodes.get(node_id)
         if rec is None or rec.state in _ENDED:
             return
-        if rec.state is not NodeState.TERMINATING and rec.offering.market is Market.SPOT \
+        if not still_up and rec.state is not NodeState.TERMINATING and rec.offering.market is Market.SPOT \
                 and node_id in self.state.notices:
             self._taken_back.add(node_id)
         if rec.state is NodeState.REQUESTED:

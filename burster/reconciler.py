@@ -366,9 +366,10 @@ class Reconciler:
 
     def close_books(self, now: datetime) -> None:
         """The simulation stops at ``now``: every node still live is ended in the record and
-        charged up to then, as a bill read at the stop shows it (no cloud or pool call)."""
+        charged up to then, as a bill read at the stop shows it (no cloud or pool call): by its cloud's
+        plain rule, a spot node with a notice standing too (its cloud has not taken it back)."""
         for rec in self.state.live():
-            self.nodes.ended(rec.node_id, now, self._charge)
+            self.nodes.ended(rec.node_id, now, self._charge, still_up=True)
         self.state.commit()
 
     # --- record --------------------------------------------------------------------------------

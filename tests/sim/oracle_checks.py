@@ -1,0 +1,293 @@
+"""An accounting oracle: the simulator's KPIs and conservation laws recomputed from what
+``oracle_observe`` recorded, by code of its own (the billing rules as docs/architecture.md and
+burster/billing.py's docstring state them, not by calling them). Each check returns the
+discrepancies it found, as sentences with the numbers; none is a pass.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from burster.model import JobClass, Market
+from burster.reconciler import PassReport
+from tests.sim.oracle_observe import CloudNode, Observed, Segment
+
+USD_TOL = 1e-6  # per ledger entry (quantized to micro-dollars)
+S_TOL = 1e-5  # seconds (datetimes hold microseconds)
+
+
+def billed_s(provider: str, run_s: float, *, taken_back: bool, spot: bool) -> float:
+    """AWS and GCP: per second, rounded up, 60 s minimum; Azure: whole minutes run, extra seconds
+    free; an AWS spot node its cloud takes back within its first hour: nothing."""
+    if run_s <= 0:
+        return 0.0
+    if provider == "aws" and taken_back and spot and run_s < 3600:
+        return 0.0
+    if provider == "azure":
+        return 60.0 * math.floor(run_s / 60.0 + 1e-9)
+    return max(float(math.ceil(run_s - 1e-9)), 60.0)
+
+
+def node_usd(node: CloudNode, upto: datetime) -> float:
+    """What ``node`` cost from its launch to its end, or to ``upto`` if that comes first."""
+    end = upto if node.end is None or node.end > upto else node.end
+    taken = node.taken_back and end == node.end
+    secs = billed_s(node.offering.provider, (end - node.launched_at).total_seconds(), taken_back=taken,
+                    spot=node.offering.market is Market.SPOT)
+    return node.offering.price_per_hour_usd * secs / 3600.0
+
+
+def check_ledger(seen: Observed) -> list[str]:
+    """Every node launched is charged once, inside its life, for what its cloud bills; the totals
+    the summary reports are the ledger's (and what AWS waived for spot it took back), the launches
+    its nodes."""
+    out: list[str] = []
+    ledger = seen.sim.reconciler.state.ledger
+    entries: dict[str, list[Any]] = defaultdict(list)
+    for e in ledger:
+        entries[e.node_id].append(e)
+    if set(entries) != set(seen.nodes):
+        unbilled, unknown = sorted(set(seen.nodes) - set(entries)), sorted(set(entries) - set(seen.nodes))
+        out.append(f"ledger nodes {len(entries)} != nodes launched {len(seen.nodes)}: "
+                   f"unbilled {unbilled[:5]}, unknown {unknown[:5]}")
+    if seen.summary["launches"] != len(seen.nodes):
+        out.append(f"launches {seen.summary['launches']} != nodes seen launched {len(seen.nodes)}")
+    by_market: dict[str, float] = defaultdict(float)
+    by_provider: dict[str, float] = defaultdict(float)
+    for node_id, node in seen.nodes.items():
+        end = node.end or seen.stop
+        want = node_usd(node, seen.stop)
+        by_market[node.offering.market.value] += want
+        by_provider[node.offering.provider] += want
+        got = entries.get(node_id, [])
+        charged = sum(float(e.usd) for e in got)
+        if abs(charged - want) > USD_TOL * max(len(got), 1):
+            out.append(f"{node_id} ({node.offering.key}, {(end - node.launched_at).total_seconds():.0f} s, "
+                       f"{'taken back' if node.taken_back else 'ended by us' if node.end else 'up at the stop'}): "
+                       f"charged ${charged:.6f}, its cloud bills ${want:.6f}")
+        if got and (min(e.start for e in got), max(e.end for e in got)) != (node.launched_at, end):
+            out.append(f"{node_id}: charged for {min(e.start for e in got)}..{max(e.end for e in got)}, "
+                       f"its life {node.launched_at}..{end}")
+        rec = seen.sim.reconciler.state.nodes.get(node_id)
+        if rec is None or (rec.launched_at, rec.ended_at) != (node.launched_at, end):
+            out.append(f"{node_id}: recorded as {rec and (rec.launched_at, rec.ended_at)}, "
+                       f"its life {node.launched_at}..{end}")
+        for e in got:
+            if e.start < node.launched_at or e.end > end:
+                out.append(f"{node_id}: entry {e.start}..{e.end} outside its life {node.launched_at}..{end}")
+            usd = node.offering.price_per_hour_usd * e.billed_s / 3600.0
+            if abs(float(e.usd) - usd) > USD_TOL:
+                out.append(f"{node_id}: entry ${e.usd} != {e.billed_s} s x ${node.offering.price_per_hour_usd}/h")
+    s = seen.summary
+    waived = sum(n.offering.price_per_hour_usd / 3600.0 * billed_s(
+        n.offering.provider, (n.end - n.launched_at).total_seconds(), taken_back=False, spot=True)
+        for n in seen.nodes.values() if n.taken_back and n.end is not None and node_usd(n, n.end) == 0)
+    for key, want_usd in (("cloud_usd", sum(by_market.values())), ("cloud_usd_spot", by_market["spot"]),
+                          ("cloud_usd_on_demand", by_market["on_demand"]), ("cloud_usd_waived", waived)):
+        if abs(s[key] - want_usd) > 0.0051 + USD_TOL * len(ledger):
+            out.append(f"{key} {s[key]} != recomputed {want_usd:.4f}")
+    for p, usd in by_provider.items():
+        if abs(s["cloud_usd_by_provider"].get(p, 0.0) - usd) > 0.0051 + USD_TOL * len(ledger):
+            out.append(f"cloud_usd_by_provider[{p}] {s['cloud_usd_by_provider'].get(p)} != recomputed {usd:.4f}")
+    return out
+
+
+def nearest_rank(values: Sequence[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return float(ordered[min(len(ordered), max(1, math.ceil(q / 100 * len(ordered)))) - 1])
+
+
+def _overlap_s(a: datetime, b: datetime, lo: datetime, hi: datetime) -> float:
+    return max((min(b, hi) - max(a, lo)).total_seconds(), 0.0)
+
+
+def check_jobs(seen: Observed) -> list[str]:
+    """Job counts add up; finished jobs ran at least their true runtime; waits, utilization, lost and
+    cloud GPU-hours, deadline misses, preemptions and reclaims recomputed from the runs."""
+    out: list[str] = []
+    s, pool = seen.summary, seen.sim.reconciler.pool
+    runs: dict[str, list[Segment]] = defaultdict(list)
+    for seg in seen.segments:
+        runs[seg.job_id].append(seg)
+    queued = {d.job_id: d for d in pool.pending()}
+    running = {p.job.job_id: p for p in pool.running()}
+    ids = {j.job_id for j in seen.jobs}
+    if set(runs) - ids or set(queued) - ids or set(running) - ids:
+        out.append(f"runs of jobs outside the window: {sorted((set(runs) | set(queued) | set(running)) - ids)[:5]}")
+    finished = [j for j in seen.jobs if j.job_id in runs and j.job_id not in queued and j.job_id not in running]
+    done = {j.job_id for j in finished}
+    never = [j for j in seen.jobs if j.job_id not in runs]
+    counts = {"jobs": len(seen.jobs), "jobs_finished": len(finished), "jobs_never_started": len(never),
+              "jobs_started_on_cloud": sum(runs[j.job_id][0].on_cloud for j in seen.jobs if j.job_id in runs)}
+    out += [f"{k} {s[k]} != recomputed {v}" for k, v in counts.items() if s[k] != v]
+    if len(finished) + len(never) + len(running) + len(set(queued) & set(runs)) != len(seen.jobs):
+        out.append(f"{len(finished)} finished + {len(never)} never started + {len(running)} running + "
+                   f"{len(set(queued) & set(runs))} requeued != {len(seen.jobs)} jobs")
+    lost_s = cloud_s = requeued_s = 0.0
+    preemptions = reclaims = 0
+    for j in seen.jobs:
+        segs = runs.get(j.job_id, [])
+        closed = [g for g in segs if g.end is not None]
+        ran = sum((g.end - g.start).total_seconds() for g in closed if g.end is not None)
+        cloud_s += j.gpus * sum((g.end - g.start).total_seconds() for g in closed if g.on_cloud and g.end)
+        requeued_s += j.gpus * sum((b.start - a.end).total_seconds() for a, b in itertools.pairwise(segs) if a.end)
+        stops = closed if j.job_id in queued or j.job_id in running else closed[:-1]
+        for g in stops:
+            taken = any((n := seen.nodes.get(i)) is not None and n.taken_back and n.end == g.end for i in g.node_ids)
+            preemptions += g.on_cloud and taken
+            reclaims += not (g.on_cloud and taken)
+        if j.job_id in done:
+            saved = j.est_runtime_s
+            if ran < j.est_runtime_s - S_TOL or (len(segs) == 1 and abs(ran - j.est_runtime_s) > S_TOL):
+                out.append(f"job {j.job_id} ran {ran:.3f} s in {len(segs)} run(s); true runtime {j.est_runtime_s} s")
+        else:
+            saved = queued[j.job_id].done_s if j.job_id in queued else \
+                running[j.job_id].job.done_s if j.job_id in running else 0.0
+        lost_s += j.gpus * (ran - saved)
+    for key, got, want in (("lost_gpu_hours", s["lost_gpu_hours"], lost_s / 3600),
+                           ("cloud_gpu_hours", s["cloud_gpu_hours"], cloud_s / 3600),
+                           ("requeued_wait_gpu_hours", s["requeued_wait_gpu_hours"], requeued_s / 3600)):
+        if abs(got - want) > 0.0051:
+            out.append(f"{key} {got} != recomputed {want:.4f}")
+    if (s["preemptions"], s["reclaims"]) != (preemptions, reclaims):
+        out.append(f"preemptions, reclaims {s['preemptions']}, {s['reclaims']} != recomputed {preemptions}, {reclaims}")
+    waits = [((runs[j.job_id][0].start if j.job_id in runs else seen.stop) - j.submitted_at).total_seconds()
+             for j in seen.jobs]
+    for q in (50, 95, 99):
+        if abs(s[f"wait_p{q}_s"] - nearest_rank(waits, q)) > S_TOL:
+            out.append(f"wait_p{q}_s {s[f'wait_p{q}_s']} != recomputed {nearest_rank(waits, q)}")
+    out += _check_utilization(seen, s["onprem_utilization"])
+    out += _check_deadlines(seen, finished, runs)
+    return out
+
+
+def _check_utilization(seen: Observed, reported: float) -> list[str]:
+    upto = min(seen.stop, seen.window_end)
+    busy = sum(g.gpus * _overlap_s(g.start, g.end or seen.stop, seen.window_start, upto)
+               for g in seen.segments if not g.on_cloud)
+    denom = seen.sim.pool_gpus * (upto - seen.window_start).total_seconds()
+    want = busy / denom if denom else 0.0
+    return [] if abs(reported - want) <= 0.00006 else [f"onprem_utilization {reported} != recomputed {want:.6f}"]
+
+
+def _check_deadlines(seen: Observed, finished: Sequence[Any], runs: dict[str, list[Segment]]) -> list[str]:
+    done = {j.job_id for j in finished}
+    misses = hard = 0
+    for j in seen.jobs:
+        if j.deadline is None or j.job_class is JobClass.BEST_EFFORT:
+            continue
+        at = runs[j.job_id][-1].end if j.job_id in done else seen.stop
+        if at is not None and at > j.deadline:
+            misses += 1
+            hard += j.job_class is JobClass.STRICT
+    s = seen.summary
+    if (s["deadline_misses"], s["hard_deadline_misses"]) != (misses, hard):
+        return [f"deadline misses (all, hard) {s['deadline_misses']}, {s['hard_deadline_misses']} != "
+                f"recomputed {misses}, {hard}"]
+    return []
+
+
+def _in_period(usd: float, start: datetime, end: datetime, since: datetime | None) -> float:
+    """The share of ``usd``, spent evenly over start..end, at or after ``since`` (docs/policy.md)."""
+    if since is None or start >= since:
+        return usd
+    return usd * _overlap_s(start, end, since, end) / (end - start).total_seconds() if end > start else 0.0
+
+
+def budget_per_pass(total_usd: float | None, team_usd: dict[str, float], period: str = "all") -> Any:
+    """A ``per_pass`` check: at every pass neither the ledger nor what the clouds billed so far
+    (nodes still up included) passes the hard budgets in the budget period (``all`` or ``day``)."""
+    assert period in ("all", "day")
+
+    def check(seen: Observed, report: PassReport) -> list[str]:
+        now = report.now
+        since = None if period == "all" else now.replace(hour=0, minute=0, second=0, microsecond=0)
+        charged: dict[str, float] = defaultdict(float)
+        for e in seen.sim.reconciler.state.ledger:
+            charged[e.team] += _in_period(float(e.usd), e.start, e.end, since)
+        billed: dict[str, float] = defaultdict(float)
+        for n in seen.nodes.values():
+            end = now if n.end is None or n.end > now else n.end
+            billed[n.team] += _in_period(node_usd(n, now), n.launched_at, end, since)
+        out = []
+        for what, spent in (("ledger", charged), ("cloud bill", billed)):
+            if total_usd is not None and sum(spent.values()) > total_usd + 1e-6:
+                out.append(f"{now}: {what} ${sum(spent.values()):.2f} past the hard budget ${total_usd:.2f}")
+            out += [f"{now}: team {t}'s {what} ${spent[t]:.2f} past its budget ${b:.2f}"
+                    for t, b in team_usd.items() if spent[t] > b + 1e-6]
+        return out
+    return check
+
+
+def check_placements(seen: Observed, gpus_per_node: int) -> list[str]:
+    """No job starts before it is submitted; a cloud run lies within the life of each of its nodes,
+    one run at a time on a node; reserved nodes never hold more GPUs than they have."""
+    out: list[str] = []
+    submitted = {j.job_id: j.submitted_at for j in seen.jobs}
+    on_node: dict[str, list[tuple[datetime, datetime]]] = defaultdict(list)
+    events: list[tuple[datetime, int, int]] = []  # (instant, +/- GPUs, reserved node index)
+    for g in seen.segments:
+        end = g.end or seen.stop
+        if g.start < submitted[g.job_id]:
+            out.append(f"job {g.job_id} started at {g.start}, before its submission {submitted[g.job_id]}")
+        if g.on_cloud:
+            for i in g.node_ids:
+                n = seen.nodes[i]
+                if g.start < n.launched_at or end > (n.end or seen.stop):
+                    out.append(f"job {g.job_id} ran on {i} {g.start}..{end}, outside its life {n.launched_at}..{n.end}")
+                on_node[i].append((g.start, end))
+        elif sum(gpus for _, gpus in g.onprem_slots) != g.gpus:
+            out.append(f"job {g.job_id} of {g.gpus} GPUs placed on reserved slots {g.onprem_slots}")
+        for i, gpus in g.onprem_slots:
+            events += [(g.start, gpus, i), (end, -gpus, i)]
+    for i, spans in on_node.items():
+        spans.sort()
+        out += [f"{i} ran two jobs at once: {a} and {b}" for a, b in itertools.pairwise(spans) if b[0] < a[1]]
+    used: dict[int, int] = defaultdict(int)
+    for at, gpus, i in sorted(events, key=lambda e: (e[0], e[1])):  # ends before starts at one instant
+        used[i] += gpus
+        if used[i] > gpus_per_node:
+            out.append(f"reserved node {i} held {used[i]} GPUs at {at} (it has {gpus_per_node})")
+    return out
+
+
+def check_stranded(seen: Observed) -> list[str]:
+    """Stranded GPU-hours: at each instant, min(idle reserved GPUs, GPUs of jobs running on the cloud
+    that some reserved nodes could run), over the whole run."""
+    reserved = seen.sim.reconciler.pool.nodes()
+    if not reserved:
+        return []
+    model, size, count = reserved[0].gpu_model, max(n.gpus for n in reserved), len(reserved)
+    fits = {j.job_id for j in seen.jobs if j.gpu_model in ("", model) and -(-j.gpus // j.nodes) <= size
+            and j.nodes <= count}
+    steps: list[tuple[datetime, int, int]] = []  # (instant, change of busy reserved GPUs, of such cloud GPUs)
+    for g in seen.segments:
+        if g.on_cloud and g.job_id not in fits:
+            continue
+        end = g.end or seen.stop
+        steps += [(g.start, 0 if g.on_cloud else g.gpus, g.gpus if g.on_cloud else 0),
+                  (end, 0 if g.on_cloud else -g.gpus, -g.gpus if g.on_cloud else 0)]
+    steps.sort(key=lambda e: e[0])
+    busy = cloud = 0
+    stranded_s = 0.0
+    for (at, dbusy, dcloud), nxt in zip(steps, [*steps[1:], (seen.stop, 0, 0)], strict=True):
+        busy, cloud = busy + dbusy, cloud + dcloud
+        stranded_s += min(seen.sim.pool_gpus - busy, cloud) * (nxt[0] - at).total_seconds()
+    got = seen.summary["stranded_gpu_hours"]
+    return [] if abs(got - stranded_s / 3600) <= 0.0051 else [f"stranded_gpu_hours {got} != recomputed "
+                                                              f"{stranded_s / 3600:.4f}"]
+
+
+def all_checks(seen: Observed) -> list[str]:
+    """Every check above, and what the per-pass check found while the simulation ran."""
+    sizes = {n.gpus for n in seen.sim.reconciler.pool.nodes()}
+    gpus_per_node = max(sizes, default=0)
+    return [*check_ledger(seen), *check_jobs(seen), *check_placements(seen, gpus_per_node), *check_stranded(seen),
+            *seen.checks_per_pass]

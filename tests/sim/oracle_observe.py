@@ -1,0 +1,169 @@
+"""What a simulation did, seen from outside: the clouds' API calls and the pool's runs, recorded as they
+happen for ``oracle_checks`` to recompute the KPIs from.
+
+The recorders pass every call through unchanged (they observe; nothing of the project is replaced):
+``CloudTap`` wraps each cloud the reconciler talks to, ``RunLog`` is the pool's ``runs`` dict, noting
+each job run as it starts and as it leaves (finished or stopped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from burster.app import Simulation, build_simulation
+from burster.config import BursterConfig
+from burster.errors import PartialLaunchError
+from burster.lifecycle import NodeState
+from burster.model import Demand, Node, Offering
+from burster.reconciler import PassReport
+from burster.sim.engine import run
+from burster.sim.summary import summarize
+from burster.traces import Trace
+
+TICK_S = 10.0
+
+
+@dataclass
+class CloudNode:
+    """One node as its cloud's API saw it: launched, then terminated by us or taken back by the cloud."""
+
+    node_id: str
+    offering: Offering
+    team: str
+    launched_at: datetime
+    end: datetime | None = None
+    taken_back: bool = False  # ended by its cloud (listed as terminated), not by our terminate call
+
+
+class CloudTap:
+    """A cloud provider, every call passed through; records node launches and ends."""
+
+    def __init__(self, inner: Any, now: Callable[[], datetime], book: dict[str, CloudNode]) -> None:
+        self._inner, self._now, self._book = inner, now, book
+        self.name: str = inner.name
+
+    def offerings(self) -> Sequence[Offering]:
+        return self._inner.offerings()  # type: ignore[no-any-return]
+
+    def interruptions(self) -> Any:
+        return self._inner.interruptions()
+
+    def list_nodes(self) -> Sequence[Node]:
+        nodes: Sequence[Node] = self._inner.list_nodes()
+        for n in nodes:
+            seen = self._book.get(n.node_id)
+            if seen is not None and n.state is NodeState.TERMINATED and n.ended_at is not None \
+                    and (seen.end is None or n.ended_at < seen.end):
+                seen.end, seen.taken_back = n.ended_at, True
+        return nodes
+
+    def launch(self, offering: Offering, count: int, *, request_id: str,
+               labels: Mapping[str, str] | None = None) -> Sequence[Node]:
+        try:
+            nodes: Sequence[Node] = self._inner.launch(offering, count, request_id=request_id, labels=labels)
+        except PartialLaunchError as err:
+            self._note([n for n in err.nodes if isinstance(n, Node)], labels)
+            raise
+        self._note(nodes, labels)
+        return nodes
+
+    def terminate(self, node_ids: Sequence[str], *, request_id: str) -> None:
+        self._inner.terminate(node_ids, request_id=request_id)
+        for node_id in node_ids:
+            seen = self._book.get(node_id)
+            if seen is not None and seen.end is None:
+                seen.end = self._now()
+
+    def _note(self, nodes: Sequence[Node], labels: Mapping[str, str] | None) -> None:
+        for n in nodes:
+            if n.node_id not in self._book:
+                team = (labels or {}).get("team", "")
+                self._book[n.node_id] = CloudNode(n.node_id, n.offering, team, n.launched_at)
+
+
+@dataclass
+class Segment:
+    """One run of a job: from its start to when it left its nodes (finished or stopped)."""
+
+    job_id: str
+    gpus: int
+    start: datetime
+    on_cloud: bool
+    node_ids: tuple[str, ...]
+    onprem_slots: tuple[tuple[int, int], ...]  # (reserved node index, GPUs)
+    end: datetime | None = None
+
+
+class RunLog(dict[str, Any]):
+    """The pool's ``runs`` dict; each run set is a segment opened, each deleted one closed at the
+    pool's time."""
+
+    def __init__(self, now: Callable[[], datetime]) -> None:
+        super().__init__()
+        self._now = now
+        self.segments: list[Segment] = []
+        self._open: dict[str, Segment] = {}
+
+    def __setitem__(self, job_id: str, value: Any) -> None:
+        super().__setitem__(job_id, value)
+        seg = Segment(job_id, value.job.gpus, value.started_at, value.on_cloud, tuple(value.node_ids),
+                      tuple(value.onprem_slots))
+        self.segments.append(seg)
+        self._open[job_id] = seg
+
+    def __delitem__(self, job_id: str) -> None:
+        super().__delitem__(job_id)
+        self._open.pop(job_id).end = self._now()
+
+
+@dataclass
+class Observed:
+    """A finished simulation and everything recorded along the way."""
+
+    sim: Simulation
+    jobs: list[Demand]  # the window's jobs submitted by the stop, with their true runtimes (as the trace gives them)
+    window_start: datetime
+    window_end: datetime
+    stop: datetime  # the last tick by the simulation's end: where the world and the books stop
+    summary: dict[str, Any]
+    nodes: dict[str, CloudNode]
+    segments: list[Segment]
+    checks_per_pass: list[str] = field(default_factory=list)  # discrepancies found while it ran
+    passes: int = 0
+
+
+def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: float, start_day: float = 0.0,
+                       estimate_error: float = 0.0, policy: str = "burster", hours: float | None = None,
+                       per_pass: Callable[[Observed, PassReport], list[str]] | None = None) -> Observed:
+    """Build and run ``burster simulate``'s simulation, recording it; ``hours``: stop that long after
+    the window opens (default: when ``build_simulation`` says, a week after the window); ``per_pass``
+    checks each pass."""
+    sim = build_simulation(config, trace, policy=policy, seed=seed, days=days, start_day=start_day,
+                           estimate_error=estimate_error)
+    world: Any = sim.world
+    book: dict[str, CloudNode] = {}
+    rec = sim.reconciler
+    for name in list(rec.providers):
+        rec.providers[name] = CloudTap(rec.providers[name], sim.clock.now, book)
+    runs = RunLog(lambda: world.pool.metrics.now)
+    world.pool.runs = runs
+    start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
+    window_end = start + timedelta(days=days)
+    step = timedelta(seconds=TICK_S)
+    end = sim.end if hours is None else start + timedelta(hours=hours)
+    stop = start + ((end - start) // step) * step
+    jobs = [j for j in trace.jobs if start <= j.submitted_at < window_end and j.submitted_at <= stop]
+    seen = Observed(sim, jobs, start, window_end, stop, {}, book, runs.segments)
+
+    def on_pass(report: PassReport) -> None:
+        if per_pass is not None:
+            seen.checks_per_pass.extend(per_pass(seen, report))
+
+    seen.passes = run(world, rec, sim.clock, tick_s=TICK_S, end=end, on_pass=on_pass)
+    seen.summary = summarize(metrics=world.pool.metrics, ledger=rec.state.ledger,
+                             launches=sum(c.launches for c in world.clouds.values()), passes=seen.passes,
+                             policy=policy, trace=trace.name, pool_gpus=sim.pool_gpus, seed=seed, wall_s=0.0)
+    return seen
