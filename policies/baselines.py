@@ -84,7 +84,7 @@ class BaselinePolicy:
             actions += room.keep(burst(snapshot, self.cost, self.burst_params, wakes=wakes, stays=stays))
         actions += idle_ttl(snapshot, self.reclaim_params, frozenset(i for a in short for i in a.node_ids))
         plan = apply_guards(Plan(tuple(one_per_node(actions, snapshot.pool_nodes)), held_back=tuple(room.held)),
-                            snapshot, self.guards)
+                            snapshot, self.guards, tick_s)
         # as the clock runs, a launch held back may stop being wanted, or change its offering to one
         # of fewer nodes that fit: quiet only until the first could happen
         until = wanted_until_all(room.held, stays)

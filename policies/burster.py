@@ -120,7 +120,7 @@ class BursterPolicy:
         if p.exclusive_nodes:
             actions = [replace(a, exclusive=True) if isinstance(a, Launch) else a for a in actions]
         plan = apply_guards(Plan(tuple(one_per_node(actions, snapshot.pool_nodes)), held_back=tuple(slots.held)),
-                            snapshot, p.guards)
+                            snapshot, p.guards, p.reclaim.tick_s)
         until = wanted_until_all(slots.held, stays)
         if until is None:
             return plan  # a launch held back may stop being wanted as the clock runs: see wanted_until_all

@@ -4,7 +4,8 @@
   protected nodes are never checkpointed, drained or preempted either;
 - hard dollar budgets (global and per team): committed spend (spent + what live nodes are expected
   to cost) plus a launch's expected cost must stay within the budget, whole gangs or nothing (an
-  idle cloud node handed to a job, a ``Hold``, is charged its hours there as a launch would be);
+  idle cloud node handed to a job, a ``Hold``, is charged its hours there as a launch would be), and
+  a launch the budget stop would stop at the next pass is refused (``policies/budget_room.py``);
 - a soft threshold (``soft_fraction`` of a budget) restricts new launches (and handed nodes) to spot;
 - max live nodes, and a launch rate limit (nodes per minute).
 
@@ -22,8 +23,9 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from burster.lifecycle import LIVE_STATES, PENDING_STATES, NodeState
-from burster.model import JobClass, Market, Node, PoolNode, Snapshot
+from burster.model import JobClass, Node, PoolNode, Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate, request_id
+from policies.budget_room import BudgetRoom, per_period
 
 A = TypeVar("A", bound=Action)
 
@@ -200,39 +202,39 @@ def launch_usd(a: Launch) -> float:
     return a.count * a.offering.price_per_hour_usd * a.est_hours
 
 
-def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams) -> Plan:
+def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams, tick_s: float = 10.0) -> Plan:
+    """``plan`` less the actions a guard refuses (with why); ``tick_s``: the controller's tick, over
+    which the budget stop looks ahead (``BudgetRoom``)."""
     nodes = {n.node_id: n for n in snapshot.cloud_nodes}
     protected = params.protected_node_ids | {n.node_id for n in snapshot.cloud_nodes if n.protected}
     kept: list[Action] = []
     refused = list(plan.refused)
     budgeted = params.total_budget_usd is not None or bool(params.team_budget_usd)
     total, by_team = committed_usd(snapshot, params) if budgeted else (0.0, {})
+    budgets = BudgetRoom(snapshot, total, by_team, params.total_budget_usd, dict(params.team_budget_usd),
+                         params.soft_fraction, 2 * tick_s + 2 * params.stop_grace_s)
     live = live_nodes(snapshot)
     launched = snapshot.spend.launches_last_minute
-    per = _per(snapshot.spend.period)
 
     def take(a: Launch) -> None:
         """Count a launch the guards keep."""
-        nonlocal total, live, launched
-        usd = launch_usd(a)
-        total += usd
-        by_team[a.team] = by_team.get(a.team, 0.0) + usd
+        nonlocal live, launched
+        budgets.take(launch_usd(a), a.count * a.offering.price_per_hour_usd, a.team)
         live += a.count
         launched += a.count
 
     for a in plan.actions:
         why = _refuse_node_action(a, nodes, protected)
         if why is None and isinstance(a, Launch):
-            why = _refuse_launch(a, params, total, by_team, live, launched, per)
+            why = _refuse_launch(a, params, budgets, live, launched)
             if why is None:
                 take(a)
         elif why is None and isinstance(a, Hold) and a.node_id in nodes:  # an idle cloud node runs a job
             offering = nodes[a.node_id].offering
             usd = offering.price_per_hour_usd * a.est_hours
-            why = _refuse_spend(usd, offering.market, a.team, params, total, by_team, per)
+            why = budgets.refuse(usd, 0.0, offering.market, a.team)  # it burns already
             if why is None:
-                total += usd
-                by_team[a.team] = by_team.get(a.team, 0.0) + usd
+                budgets.take(usd, 0.0, a.team)
         if why is None:
             kept.append(a)
         else:
@@ -242,10 +244,10 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams) -> Plan:
     # refuses is refused, not held: it would not launch were there room.
     held: list[tuple[Launch, str]] = []
     for a, why_held in plan.held_back:
-        spend = _refuse_spend(launch_usd(a), a.offering.market, a.team, params, total, by_team, per)
+        spend = budgets.refuse(launch_usd(a), a.count * a.offering.price_per_hour_usd, a.offering.market, a.team)
         if spend is not None:
             refused.append((a, spend))
-        elif held or _refuse_launch(a, params, total, by_team, live, launched, per) is not None:
+        elif held or _refuse_launch(a, params, budgets, live, launched) is not None:
             held.append((a, why_held))
         else:
             kept.append(a)
@@ -268,37 +270,12 @@ def _refuse_node_action(a: Action, nodes: Mapping[str, object], protected: froze
     return None
 
 
-def _per(period: str) -> str:
-    """How a budget's amount reads for its period: ``/month``, or nothing for ``all``."""
-    return "" if period == "all" else f"/{period}"
-
-
-def _refuse_launch(a: Launch, p: GuardParams, total: float, by_team: Mapping[str, float], live: int,
-                   launched: int, per: str) -> str | None:
-    usd = launch_usd(a)
+def _refuse_launch(a: Launch, p: GuardParams, budgets: BudgetRoom, live: int, launched: int) -> str | None:
     if live + a.count > p.max_nodes:
         return f"max nodes {p.max_nodes} reached ({live} live, {a.count} asked)"
     if launched + a.count > p.max_launches_per_minute:
         return f"launch rate limit {p.max_launches_per_minute}/min reached"
-    return _refuse_spend(usd, a.offering.market, a.team, p, total, by_team, per)
-
-
-def _refuse_spend(usd: float, market: Market, team: str, p: GuardParams, total: float,
-                  by_team: Mapping[str, float], per: str) -> str | None:
-    """Why ``usd`` more spend (a launch, or an idle node given a job) would break a budget, or None."""
-    checks = [("global", p.total_budget_usd, total)]
-    if team in p.team_budget_usd:
-        checks.append((f"team {team}", p.team_budget_usd[team], by_team.get(team, 0.0)))
-    for name, budget, committed in checks:
-        if budget is None:
-            continue
-        if committed + usd > budget:
-            return (f"{name} budget ${budget:,.2f}{per} would be exceeded: ${committed:,.2f} committed "
-                    f"+ ${usd:,.2f} for this burst")
-        if market is Market.ON_DEMAND and committed + usd > p.soft_fraction * budget:
-            return (f"{name} budget past its soft threshold ({p.soft_fraction:.0%} of ${budget:,.2f}{per}): "
-                    "bursts restricted to spot")
-    return None
+    return budgets.refuse(launch_usd(a), a.count * a.offering.price_per_hour_usd, a.offering.market, a.team)
 
 
 _LEAVING = frozenset({NodeState.CHECKPOINTING, NodeState.DRAINING, NodeState.TERMINATING})
@@ -346,7 +323,7 @@ def _stop_burn(snapshot: Snapshot, params: GuardParams, tick_s: float, what: str
             break
         if n.node_id in params.protected_node_ids or n.protected or n.state in _LEAVING:
             continue
-        reason = f"{what} ${budget:,.2f}{_per(snapshot.spend.period)} reached: stop {n.node_id}"
+        reason = f"{what} ${budget:,.2f}{per_period(snapshot.spend.period)} reached: stop {n.node_id}"
         if n.busy and n.job_id:
             out.append(Checkpoint(n.node_id, n.job_id, snapshot.now + timedelta(seconds=params.stop_grace_s),
                                   reason))
