@@ -92,12 +92,18 @@ def test_nvml_that_cannot_start_exits_3(monkeypatch: pytest.MonkeyPatch, capsys:
     assert out.out == "" and out.err.startswith("burster: error: ") and words in out.err
 
 
-def test_a_gpu_failing_a_query_is_an_error_and_nvml_is_shut_down(monkeypatch: pytest.MonkeyPatch,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def _second_gpu_lost(monkeypatch: pytest.MonkeyPatch) -> tuple[list[fake_pynvml.FakeGpu], Any]:
+    """The fake pynvml installed with GPU 1 failing its memory query (NVMLError_GpuIsLost)."""
     gpus = fake_pynvml.default_gpus()
     gpus[1].lost = True
     mod = fake_pynvml.make(gpus)
     monkeypatch.setitem(sys.modules, "pynvml", mod)
+    return gpus, mod
+
+
+def test_a_gpu_failing_a_query_is_an_error_and_nvml_is_shut_down(monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    _, mod = _second_gpu_lost(monkeypatch)
     assert main(["agent", "--once"]) == 2
     assert "NVML failed reading GPU 1: NVMLError_GpuIsLost" in capsys.readouterr().err
     assert mod.calls == ["init", "shutdown"]
@@ -167,10 +173,7 @@ def test_repeating_agent_warns_on_a_failed_send_and_keeps_reporting(nvml: Any,
 def test_a_repeating_agent_warns_on_a_failed_read_and_keeps_reporting(monkeypatch: pytest.MonkeyPatch,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """One GPU briefly unreadable stopped a long-running agent (exit 2) where a failed send only warned."""
-    gpus = fake_pynvml.default_gpus()
-    gpus[1].lost = True
-    mod = fake_pynvml.make(gpus)
-    monkeypatch.setitem(sys.modules, "pynvml", mod)
+    gpus, mod = _second_gpu_lost(monkeypatch)
     sent: list[dict[str, Any]] = []
 
     def recover(_: float) -> None:
