@@ -21,6 +21,7 @@ from burster.signalfile import AnnouncedSignal, load_signals
 from burster.state import MemoryState
 from burster.traces import Trace
 from policies.baselines import (
+    BaselinePolicy,
     ComputeWaitPolicy,
     GreedySpotPolicy,
     OnDemandPolicy,
@@ -88,13 +89,23 @@ def _burster(config: BursterConfig, cost: CostModel) -> Policy:
     ))
 
 
+def _baseline(cls: type[BaselinePolicy]) -> Callable[[BursterConfig, CostModel], Policy]:
+    """A baseline with the config's guards, its idle reclaim and budget stop ticking at
+    ``controller.tick_s`` (the class's own reclaim rule ticked at 10 s whatever the config said)."""
+    def make(config: BursterConfig, cost: CostModel) -> Policy:
+        policy = cls(cost, guard_params(config))
+        policy.reclaim_params = replace(cls.reclaim_params, tick_s=config.controller.tick_s)
+        return policy
+    return make
+
+
 POLICIES: dict[str, Callable[[BursterConfig, CostModel], Policy]] = {
     "burster": _burster,
     "reserved-only": lambda config, cost: ReservedOnlyPolicy(cost, guard_params(config)),
-    "on-demand": lambda config, cost: OnDemandPolicy(cost, guard_params(config)),
-    "greedy-spot": lambda config, cost: GreedySpotPolicy(cost, guard_params(config)),
-    "uniform-progress": lambda config, cost: UniformProgressPolicy(cost, guard_params(config)),
-    "compute-wait": lambda config, cost: ComputeWaitPolicy(cost, guard_params(config)),
+    "on-demand": _baseline(OnDemandPolicy),
+    "greedy-spot": _baseline(GreedySpotPolicy),
+    "uniform-progress": _baseline(UniformProgressPolicy),
+    "compute-wait": _baseline(ComputeWaitPolicy),
 }
 
 
