@@ -25,6 +25,7 @@ from policies.reclaim import ReclaimParams
 from providers.nvml import GpuUnavailableError
 from tests.policies.test_budget_room import DEAR, GUARDS, _short, _snap
 from tests.policies.test_guards import COST, NOW, PARAMS, no_reserved_room
+from tests.test_reconcile_launch_failures import lost_gang_listed_in_part
 from tests.test_reconciler import CHEAP, World
 from tests.test_reconciler_edges import adopted
 
@@ -97,13 +98,7 @@ def test_an_unconfigured_provider_is_warned_of_again_after_it_was_configured_a_w
 def test_a_lost_launch_made_again_that_its_adapter_refuses_is_reported_and_the_pass_goes_on() -> None:
     """The config changed since (its zone left clouds.fake.zones): the adapter's ConfigError is one failed
     action that clears the intent, not an error escaping the pass (and every pass after: the intent stood)."""
-    w = World()
-    w.job("a")
-    w.job("b", gpus=16, nodes=2)
-    w.cloud.lose_next_replies(5)
-    w.rec.run_once()
-    _, second = w.cloud.list_nodes()
-    w.cloud.list_late([second.node_id])
+    w, (_, second), _ = lost_gang_listed_in_part()
     error = ConfigError("fake: cannot launch it: its zone is not in clouds.fake.zones")
     real_launch = w.cloud.launch
 

@@ -39,6 +39,7 @@ from policies.cost import CostModel, CostParams
 from policies.guards import GuardParams
 from policies.reclaim import ReclaimParams
 from tests.test_reconcile_chaos import IDLE_TTL_S, ChaosMachine, _BootingCloud
+from tests.test_reconcile_launch_failures import lost_gang_listed_in_part
 from tests.test_reconciler import World
 
 TICK_S = 60  # the longest gap between passes, and the controller's tick
@@ -137,13 +138,9 @@ def test_a_lost_gang_launch_given_back_in_part_is_not_launched_anew_past_the_gua
     and the one node is given back as a short gang. The intent stood, so the next pass made it again
     while observing, and its request id, now spent, took a fresh one: two new nodes launched that no
     guard weighed, here past a hard budget the policy's own relaunch is refused at."""
-    w = _budgeted_world(budget_usd=40.40)  # the gang (2 x $10/h x (2 h + a boot): $40.33) fits once
-    w.job("a")  # takes the reserved node
-    w.job("g", gpus=16, nodes=2)
-    w.cloud.lose_next_replies(5)
-    assert w.rec.run_once().plan.launches  # made, its reply lost
-    first, second = w.cloud.list_nodes()
-    w.cloud.list_late([second.node_id])
+    # the gang (2 x $10/h x (2 h + a boot): $40.33) fits once; job a takes the reserved node
+    w, (first, second), made = lost_gang_listed_in_part(_budgeted_world(budget_usd=40.40), job="g")
+    assert made.plan.launches  # made, its reply lost
     w.cloud.lose_next_replies(10)
     w.clock.advance(10)
     short = w.rec.run_once()  # the replay's reply is lost too: a short gang, given back

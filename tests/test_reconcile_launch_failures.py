@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from burster.errors import AuthError, ConfigError, InvalidRequestError, NotFoundError, TransientError
+from burster.model import Node
 from burster.plan import Terminate
 from burster.reconcile_nodes import LISTING_GRACE_S
+from burster.reconciler import PassReport
 from tests.test_reconciler import CHEAP, DEAR, World
 
 
@@ -53,17 +55,26 @@ def test_a_launch_whose_replies_are_all_lost_is_adopted_by_the_next_pass_not_mad
     assert w.rec.state.intents == {}  # answered in full: it said "no node answered it" a grace later
 
 
+def lost_gang_listed_in_part(w: World | None = None, replies_lost: int = 5,
+                             job: str = "b") -> tuple[World, list[Node], PassReport]:
+    """A 2-node gang launched for ``job`` (a reserved node busy with job a) whose replies are all lost
+    (``replies_lost`` of them), its second node then left out of listings; the world, the gang and
+    the pass that launched it."""
+    w = w or World()
+    w.job("a")
+    w.job(job, gpus=16, nodes=2)
+    w.cloud.lose_next_replies(replies_lost)
+    report = w.rec.run_once()
+    gang = list(w.cloud.list_nodes())
+    w.cloud.list_late([gang[1].node_id])
+    return w, gang, report
+
+
 def test_a_lost_gang_launch_listed_in_part_is_made_again_and_adopted_whole(caplog: pytest.LogCaptureFixture) -> None:
     """Its reply lost, a gang's first node listed and the other late: the job's one node looked like a gang
     that lost a node, and was given back (billed, then launched again twice over). The pass now makes the
     launch again under its request id, which the cloud answers with both nodes: no new node, none given back."""
-    w = World()
-    w.job("a")
-    w.job("b", gpus=16, nodes=2)
-    w.cloud.lose_next_replies(5)
-    w.rec.run_once()
-    gang = w.cloud.list_nodes()
-    w.cloud.list_late([gang[1].node_id])
+    w, gang, _ = lost_gang_listed_in_part()
     w.clock.advance(10)
     report = w.rec.run_once()
     assert report.plan.actions == () and report.errors == []
@@ -75,13 +86,7 @@ def test_a_lost_gang_launch_listed_in_part_is_made_again_and_adopted_whole(caplo
 
 
 def test_a_launch_made_again_whose_reply_is_lost_again_is_reported_and_its_intent_stands() -> None:
-    w = World()
-    w.job("a")
-    w.job("b", gpus=16, nodes=2)
-    w.cloud.lose_next_replies(10)
-    w.rec.run_once()
-    first, second = w.cloud.list_nodes()
-    w.cloud.list_late([second.node_id])
+    w, (first, _), _ = lost_gang_listed_in_part(replies_lost=10)
     w.clock.advance(10)
     report = w.rec.run_once()
     (rid,) = w.rec.state.intents
