@@ -10,6 +10,7 @@ import atexit
 import contextlib
 import functools
 import itertools
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -72,6 +73,18 @@ def backend() -> Backend:
         subnets = tuple(s["SubnetId"] for s in ec2.describe_subnets()["Subnets"])
         _backend = Backend(proxy, f"http://{host}:{port}", template["LaunchTemplateId"], subnets)
     return _backend
+
+
+def fresh() -> Backend:
+    """The shared backend with its fault proxy reset: each test's starting point."""
+    shared = backend()
+    shared.proxy.reset()
+    return shared
+
+
+def unique_name(prefix: str) -> str:
+    """A name no earlier test on the shared moto server used (queues, templates)."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 @functools.cache

@@ -27,9 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def b() -> h.Backend:
-    backend = h.backend()
-    backend.proxy.reset()
-    return backend
+    return h.fresh()
 
 
 def _tags(b: h.Backend, instance_id: str) -> dict[str, str]:

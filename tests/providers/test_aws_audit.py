@@ -38,9 +38,7 @@ from tests.providers import harness_aws as h
 
 @pytest.fixture
 def b() -> h.Backend:
-    backend = h.backend()
-    backend.proxy.reset()
-    return backend
+    return h.fresh()
 
 
 def _with_dimension(item: str, unit: str, usd: str) -> str:

@@ -14,7 +14,6 @@ interruptions), and the bugs it found:
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,13 +35,7 @@ from tests.providers.test_aws_interruptions import variant
 
 @pytest.fixture
 def b() -> h.Backend:
-    backend = h.backend()
-    backend.proxy.reset()
-    return backend
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+    return h.fresh()
 
 
 # --- error texts ---------------------------------------------------------------------------------
@@ -163,7 +156,7 @@ def test_an_interrupted_spot_node_is_terminated_not_stopped(b: h.Backend) -> Non
 
 
 def test_terminate_sends_at_most_200_ids_a_call(b: h.Backend) -> None:
-    p = h.make_provider(b, cluster=_name("audit2-many"))
+    p = h.make_provider(b, cluster=h.unique_name("audit2-many"))
     ids = [n.node_id for n in p.launch(h.offering(), 201, request_id=request_id("many", 1))]
     b.proxy.reset()
     p.terminate(ids, request_id=request_id("many", 2))
@@ -176,7 +169,7 @@ def test_terminate_sends_at_most_200_ids_a_call(b: h.Backend) -> None:
 def test_config_security_groups_stay_off_a_template_with_network_interfaces(b: h.Backend) -> None:
     """EC2 refuses instance-level security groups beside network interfaces: the template's own stand."""
     made = b.client("ec2").create_launch_template(
-        LaunchTemplateName=_name("audit2-eni"),
+        LaunchTemplateName=h.unique_name("audit2-eni"),
         LaunchTemplateData={
             "ImageId": h.AMI,
             "NetworkInterfaces": [{"DeviceIndex": 0, "Groups": ["sg-0eeeeeeeeeeeeeeee"]}],
@@ -193,7 +186,7 @@ def test_config_security_groups_stay_off_a_template_with_network_interfaces(b: h
 
 # --- offers --------------------------------------------------------------------------------------
 def test_a_listed_node_carries_the_live_price_offerings_showed(b: h.Backend) -> None:
-    p = h.make_provider(b, cluster=_name("audit2-live"))
+    p = h.make_provider(b, cluster=h.unique_name("audit2-live"))
     live = {o.key: o for o in p.offerings()}[h.offering().key]
     assert live.price_per_hour_usd != h.offering().price_per_hour_usd  # moto's spot history
     (node,) = p.launch(h.offering(), 1, request_id=request_id("live-price", 1))
@@ -204,7 +197,7 @@ def test_a_node_in_a_zone_the_catalog_lacks_is_priced_as_its_type_in_that_region
     """An adopted node is billed by its listed offering: a zone the catalog lacks must not make it free."""
     spot = h.offering()
     catalog = tuple(o for o in h.catalog() if o.key != spot.key)
-    p = h.make_provider(b, cluster=_name("audit2-zone"), catalog=catalog)
+    p = h.make_provider(b, cluster=h.unique_name("audit2-zone"), catalog=catalog)
     (node,) = p.launch(spot, 1, request_id=request_id("zone-price", 1))
     listed = {n.node_id: n for n in p.list_nodes()}[node.node_id].offering
     same = next(
@@ -260,10 +253,10 @@ def test_a_fips_queue_url_is_read_in_its_region(b: h.Backend) -> None:
     import boto3
 
     west = boto3.client("sqs", region_name="us-west-2", endpoint_url=b.moto_url, **h.CREDENTIALS)
-    name = _name("audit2-fips")
+    name = h.unique_name("audit2-fips")
     real = west.create_queue(QueueName=name)["QueueUrl"]
     url = f"https://sqs-fips.us-west-2.amazonaws.com/123456789012/{name}"
-    p = h.make_provider(b, cluster=_name("audit2-fips"), cfg=h.make_config(b, interruption_queue_url=url))
+    p = h.make_provider(b, cluster=h.unique_name("audit2-fips"), cfg=h.make_config(b, interruption_queue_url=url))
     node = p.launch(h.offering(), 1, request_id=request_id("fips", 1))[0].node_id
     west.send_message(
         QueueUrl=real, MessageBody=variant("spot_interruption_warning", instance_id=node, region=h.REGION)
@@ -272,10 +265,10 @@ def test_a_fips_queue_url_is_read_in_its_region(b: h.Backend) -> None:
 
 
 def test_a_failed_delete_loses_no_notice_and_reports_none_twice(b: h.Backend, caplog: pytest.LogCaptureFixture) -> None:
-    url = b.queue(_name("audit2-delete"))
+    url = b.queue(h.unique_name("audit2-delete"))
     sqs = b.client("sqs")
     sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "0"})  # back at once
-    p = h.make_provider(b, cluster=_name("audit2-delete"), cfg=h.make_config(b, interruption_queue_url=url))
+    p = h.make_provider(b, cluster=h.unique_name("audit2-delete"), cfg=h.make_config(b, interruption_queue_url=url))
     node = p.launch(h.offering(), 1, request_id=request_id("delete", 1))[0].node_id
     sqs.send_message(QueueUrl=url, MessageBody=variant("spot_interruption_warning", instance_id=node, region=h.REGION))
     b.proxy.fail_next("DeleteMessageBatch", "AccessDenied", "not allowed to delete", 403)

@@ -26,7 +26,6 @@ read in ``clouds.aws.regions[0]``; it is read in us-east-1.
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -56,13 +55,7 @@ NOW = datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC)
 
 @pytest.fixture
 def b() -> h.Backend:
-    backend = h.backend()
-    backend.proxy.reset()
-    return backend
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+    return h.fresh()
 
 
 def _instance(b: h.Backend, instance_id: str) -> dict[str, Any]:
@@ -72,7 +65,7 @@ def _instance(b: h.Backend, instance_id: str) -> dict[str, Any]:
 def _template(b: h.Backend, **data: Any) -> str:
     """A launch template of this test's own (the session's shared one must not change)."""
     made = b.client("ec2").create_launch_template(
-        LaunchTemplateName=_name("edges"), LaunchTemplateData={"ImageId": h.AMI, **data})
+        LaunchTemplateName=h.unique_name("edges"), LaunchTemplateData={"ImageId": h.AMI, **data})
     return str(made["LaunchTemplate"]["LaunchTemplateId"])
 
 
@@ -233,7 +226,7 @@ def test_config_extras_are_part_of_the_version_and_the_templates_own_are_kept(b:
 
 # --- terminate ---------------------------------------------------------------------------------
 def test_terminate_goes_on_one_by_one_past_not_found_answers(b: h.Backend) -> None:
-    p = h.make_provider(b, cluster=_name("edges-term"))
+    p = h.make_provider(b, cluster=h.unique_name("edges-term"))
     ids = [n.node_id for n in p.launch(h.offering(), 3, request_id=request_id("term-nf", 1))]
     for _ in range(2):  # the batch call, then the first single one
         b.proxy.fail_next("TerminateInstances", "InvalidInstanceID.NotFound", "gone meanwhile")
@@ -244,7 +237,7 @@ def test_terminate_goes_on_one_by_one_past_not_found_answers(b: h.Backend) -> No
 
 
 def test_terminate_finds_the_last_id_of_a_full_filter_chunk(b: h.Backend) -> None:
-    p = h.make_provider(b, cluster=_name("edges-chunk"))
+    p = h.make_provider(b, cluster=h.unique_name("edges-chunk"))
     node = p.launch(h.offering(), 1, request_id=request_id("chunk", 1))[0].node_id
     unknown = [f"i-{n:017x}" for n in range(199)]
     p.terminate([*unknown, node], request_id=request_id("chunk", 2))
@@ -253,7 +246,7 @@ def test_terminate_finds_the_last_id_of_a_full_filter_chunk(b: h.Backend) -> Non
 
 # --- interruptions -----------------------------------------------------------------------------
 def _queue_provider(b: h.Backend, cluster: str, **overrides: Any) -> tuple[Any, str]:
-    url = b.queue(_name("burster-edges"))
+    url = b.queue(h.unique_name("burster-edges"))
     return h.make_provider(b, cluster=cluster, cfg=h.make_config(b, interruption_queue_url=url), **overrides), url
 
 
@@ -264,7 +257,7 @@ def _queue_counts(b: h.Backend, url: str) -> list[str]:
 
 
 def test_more_than_ten_messages_are_received_and_deleted_in_one_pass(b: h.Backend) -> None:
-    p, url = _queue_provider(b, _name("edges-many"))
+    p, url = _queue_provider(b, h.unique_name("edges-many"))
     nodes = [n.node_id for n in p.launch(h.offering(), 12, request_id=request_id("many", 1))]
     sqs = b.client("sqs")
     for node in nodes:
@@ -275,7 +268,7 @@ def test_more_than_ten_messages_are_received_and_deleted_in_one_pass(b: h.Backen
 
 
 def test_a_placeholder_event_time_takes_the_sqs_sent_time(b: h.Backend) -> None:
-    p, url = _queue_provider(b, _name("edges-sent"), now=FakeClock().now)
+    p, url = _queue_provider(b, h.unique_name("edges-sent"), now=FakeClock().now)
     node = p.launch(h.offering(), 1, request_id=request_id("sent", 1))[0].node_id
     body = json.loads(sample("rebalance_recommendation"))
     body["region"], body["detail"]["instance-id"] = h.REGION, node
@@ -285,7 +278,7 @@ def test_a_placeholder_event_time_takes_the_sqs_sent_time(b: h.Backend) -> None:
 
 
 def test_notice_regions_decide_where_the_instance_is_looked_up(b: h.Backend) -> None:
-    p, url = _queue_provider(b, _name("edges-region"))
+    p, url = _queue_provider(b, h.unique_name("edges-region"))
     node = p.launch(h.offering(), 1, request_id=request_id("region", 1))[0].node_id
     sqs = b.client("sqs")
     sqs.send_message(QueueUrl=url, MessageBody=variant("rebalance_recommendation", instance_id=node, region=""))
@@ -298,7 +291,7 @@ def test_notice_regions_decide_where_the_instance_is_looked_up(b: h.Backend) -> 
 
 
 def test_a_restarted_controller_drops_state_changes_of_api_terminated_instances(b: h.Backend) -> None:
-    cluster = _name("edges-restart")
+    cluster = h.unique_name("edges-restart")
     first, url = _queue_provider(b, cluster)
     node = first.launch(h.offering(), 1, request_id=request_id("restart", 1))[0].node_id
     first.terminate([node], request_id=request_id("restart-term", 1))
@@ -312,10 +305,10 @@ def test_a_legacy_queue_url_names_the_queues_region(b: h.Backend) -> None:
     import boto3
 
     west = boto3.client("sqs", region_name="us-west-2", endpoint_url=b.moto_url, **h.CREDENTIALS)
-    name = _name("edges-west")
+    name = h.unique_name("edges-west")
     real = west.create_queue(QueueName=name)["QueueUrl"]
     url = f"https://us-west-2.queue.amazonaws.com/123456789012/{name}"
-    p = h.make_provider(b, cluster=_name("edges-west"), cfg=h.make_config(b, interruption_queue_url=url))
+    p = h.make_provider(b, cluster=h.unique_name("edges-west"), cfg=h.make_config(b, interruption_queue_url=url))
     node = p.launch(h.offering(), 1, request_id=request_id("west", 1))[0].node_id
     west.send_message(QueueUrl=real, MessageBody=variant("spot_interruption_warning", instance_id=node,
                                                          region=h.REGION))
@@ -323,11 +316,11 @@ def test_a_legacy_queue_url_names_the_queues_region(b: h.Backend) -> None:
 
 
 def test_the_us_east_1_legacy_queue_url_is_read_in_us_east_1(b: h.Backend) -> None:
-    name = _name("edges-legacy")
+    name = h.unique_name("edges-legacy")
     real = b.client("sqs").create_queue(QueueName=name)["QueueUrl"]
     cfg = h.make_config(b, regions=("us-west-2", h.REGION),
                         interruption_queue_url=f"https://queue.amazonaws.com/123456789012/{name}")
-    p = h.make_provider(b, cluster=_name("edges-legacy"), cfg=cfg)
+    p = h.make_provider(b, cluster=h.unique_name("edges-legacy"), cfg=cfg)
     node = p.launch(h.offering(), 1, request_id=request_id("legacy", 1))[0].node_id
     b.client("sqs").send_message(QueueUrl=real, MessageBody=variant(
         "spot_interruption_warning", instance_id=node, region=h.REGION))
@@ -335,7 +328,7 @@ def test_the_us_east_1_legacy_queue_url_is_read_in_us_east_1(b: h.Backend) -> No
 
 
 def test_a_state_change_the_controller_did_not_cause_is_reported(b: h.Backend) -> None:
-    p, url = _queue_provider(b, _name("edges-stopping"))
+    p, url = _queue_provider(b, h.unique_name("edges-stopping"))
     node = p.launch(h.offering(), 1, request_id=request_id("stopping", 1))[0].node_id
     b.client("sqs").send_message(QueueUrl=url, MessageBody=variant(
         "state_change_notification", instance_id=node, state="stopping"))
