@@ -18,6 +18,7 @@ from burster.traces.helios import _groups, job_sizes
 from burster.traces.registry import detect_format
 from tests.traces.test_helios import gpu_seconds
 from tests.traces.test_helios import write as write_helios
+from tests.traces.test_loader_edges import write
 from tests.traces.test_sacct import NEW_STYLE, OLD_STYLE, job
 from tests.traces.test_sacct import write as write_sacct
 
@@ -25,12 +26,6 @@ GENERIC = "job_id,submit_time,gpus,runtime_s,nodes,gpu_model,team\n"
 PHILLY = "job_id,user,num_gpu,submit_time,duration,expect_time_list,job_type\n"
 ALIBABA = "name,num_gpu,gpu_milli,creation_time,deletion_time,scheduled_time\n"
 SIGNALS = "source,gpu_hours,window_start,window_end\n"
-
-
-def write(tmp_path: Path, text: str, name: str = "jobs.csv") -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    return path
 
 
 def error_of(path: Path, fmt: str | None = None) -> str:
