@@ -88,6 +88,21 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
+class InFlight:
+    """A launch sent to a cloud that neither its reply nor a listing has answered yet (the reply was
+    lost, a timeout): its ``count`` nodes not listed may be up and billed since ``asked_at``.
+    ``request_id`` is the id the policy planned it under (``Launch.request_id``): planned again, the
+    same launch is the controller asking the cloud again, not a new one."""
+
+    request_id: str
+    offering: Offering
+    count: int
+    asked_at: datetime
+    job_id: str | None = None
+    team: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class PoolNode:
     """An on-prem (reserved) node in the Slurm/Kubernetes pool."""
 
@@ -321,6 +336,8 @@ class Snapshot:
     runtime_ratio_teams: tuple[str, ...] = ()
     # per team, by name, the same ratios of its own last jobs to finish (a longer history than the above)
     team_runtime_ratios: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    # launches sent that no reply or listing answered yet: the guards count their nodes as live
+    in_flight: tuple[InFlight, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -162,6 +162,7 @@ class Reconciler:
             runtime_ratios=history.ratios,
             runtime_ratio_teams=history.teams,
             team_runtime_ratios=history.by_team,
+            in_flight=self.nodes.in_flight(now),
         )
 
     def _replay_partly_listed(self, now: datetime) -> None:
@@ -292,6 +293,7 @@ class Reconciler:
         if tries:
             a = replace(a, request_id=f"{a.request_id}-r{tries}")
         self.state.put_intent(a)
+        self.nodes.sent(a.request_id, now)
         tags = (("team", a.team), ("project", a.project), ("sprint", a.sprint), ("job", a.job_id or ""),
                 (EXCLUSIVE_LABEL, "true" if a.exclusive else ""))
         labels = {k: v for k, v in tags if v}

@@ -4,9 +4,10 @@ handed nodes (``guards.apply_guards``).
 Spend must fit both of a hard budget's rules:
 - committed spend (spent + what live nodes are expected to cost) plus the launch's expected cost;
 - the budget stop's own test (``guards.enforce_budget``) at the next pass: spent plus the burn of
-  every live and launched node over a tick and the stop's horizon (a tick plus two checkpoint
-  graces). A launch that passes the first but not the second is stopped at the next pass, its
-  billing minimum paid for nothing, and near a budget that repeats every pass (launch, stop).
+  every live, launched and in-flight node (``Snapshot.in_flight``) over a tick and the stop's
+  horizon (a tick plus two checkpoint graces). A launch that passes the first but not the second
+  is stopped at the next pass, its billing minimum paid for nothing, and near a budget that
+  repeats every pass (launch, stop).
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from burster.model import Market, Snapshot
 def per_period(period: str) -> str:
     """How a budget's amount reads for its period: ``/month``, or nothing for ``all``."""
     return "" if period == "all" else f"/{period}"
+
+
+def in_flight_burn(snapshot: Snapshot, team: str | None = None) -> float:
+    """USD per hour the nodes of launches in flight burn (of ``team``'s only, if given)."""
+    return sum(f.count * f.offering.price_per_hour_usd for f in snapshot.in_flight if team is None or f.team == team)
 
 
 @dataclass(slots=True)
@@ -48,11 +54,12 @@ class BudgetRoom:
         spent_by_team = dict(snapshot.spend.by_team_usd)
         if total_budget_usd is not None:
             self.accounts["global"] = _Account(total_budget_usd, committed, snapshot.spend.total_usd,
-                                               sum(n.offering.price_per_hour_usd for n in live))
+                                               sum(n.offering.price_per_hour_usd for n in live)
+                                               + in_flight_burn(snapshot))
         for team, budget in team_budget_usd.items():
             self.accounts[f"team {team}"] = _Account(
                 budget, committed_by_team.get(team, 0.0), spent_by_team.get(team, 0.0),
-                sum(n.offering.price_per_hour_usd for n in live if n.team == team))
+                sum(n.offering.price_per_hour_usd for n in live if n.team == team) + in_flight_burn(snapshot, team))
 
     def _of(self, team: str) -> list[tuple[str, _Account]]:
         names = ("global", f"team {team}")

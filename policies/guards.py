@@ -25,7 +25,7 @@ from typing import TypeVar
 from burster.lifecycle import LIVE_STATES, PENDING_STATES, NodeState
 from burster.model import JobClass, Node, PoolNode, Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate, request_id
-from policies.budget_room import BudgetRoom, per_period
+from policies.budget_room import BudgetRoom, in_flight_burn, per_period
 
 A = TypeVar("A", bound=Action)
 
@@ -46,28 +46,42 @@ class GuardParams:
 def committed_usd(snapshot: Snapshot, params: GuardParams) -> tuple[float, dict[str, float]]:
     """Spent so far plus the expected remaining cost of live nodes (total, and by team): a node's
     job's remaining run (its idle TTL if none), and for a node still booting the rest of its boot,
-    as its launch was counted (``Launch.est_hours``)."""
+    as its launch was counted (``Launch.est_hours``). A launch in flight (``Snapshot.in_flight``)
+    counts as its nodes booting since it was sent, their time since then too (not in the spend)."""
     remaining = {p.job.job_id: p.remaining_s(snapshot.now) for p in snapshot.running}
     pending = {j.job_id: j.remaining_s for j in snapshot.pending}
     total = snapshot.spend.total_usd
     by_team = dict(snapshot.spend.by_team_usd)
     idle_ttl_s = params.idle_ttl_s
-    for n in snapshot.cloud_nodes:
-        if n.state not in LIVE_STATES:
-            continue
-        job = n.job_id or n.for_job
-        left_s = remaining.get(job, pending.get(job, idle_ttl_s)) if job else idle_ttl_s
-        if n.state in PENDING_STATES:
-            left_s += max(params.boot_s - (snapshot.now - n.launched_at).total_seconds(), 0.0)
-        usd = n.offering.price_per_hour_usd * left_s / 3600.0
+
+    def add(team: str, price_per_hour: float, job: str | None, extra_s: float) -> None:
+        nonlocal total
+        left_s = (remaining.get(job, pending.get(job, idle_ttl_s)) if job else idle_ttl_s) + extra_s
+        usd = price_per_hour * left_s / 3600.0
         total += usd
-        by_team[n.team] = by_team.get(n.team, 0.0) + usd
+        by_team[team] = by_team.get(team, 0.0) + usd
+
+    for n in snapshot.cloud_nodes:
+        if n.state in LIVE_STATES:
+            booted_s = (snapshot.now - n.launched_at).total_seconds()
+            add(n.team, n.offering.price_per_hour_usd, n.job_id or n.for_job,
+                max(params.boot_s - booted_s, 0.0) if n.state in PENDING_STATES else 0.0)
+    for f in snapshot.in_flight:  # its time since it was sent, or the rest of its boot, whichever is longer
+        sent_s = (snapshot.now - f.asked_at).total_seconds()
+        add(f.team, f.count * f.offering.price_per_hour_usd, f.job_id, max(params.boot_s, sent_s))
     return total, by_team
 
 
 def live_nodes(snapshot: Snapshot) -> int:
-    """Cloud nodes that count towards ``max_nodes``: every one not yet terminated or failed."""
-    return sum(1 for n in snapshot.cloud_nodes if n.state in LIVE_STATES)
+    """Cloud nodes that count towards ``max_nodes``: every one not yet terminated or failed, and
+    those of launches in flight."""
+    return sum(1 for n in snapshot.cloud_nodes if n.state in LIVE_STATES) + sum(f.count for f in snapshot.in_flight)
+
+
+def replays(snapshot: Snapshot) -> frozenset[str]:
+    """Request ids of launches in flight: a launch planned under one is asked again, not new, and
+    its nodes are counted already (``committed_usd``, ``live_nodes``)."""
+    return frozenset(f.request_id for f in snapshot.in_flight)
 
 
 class NodeRoom:
@@ -79,11 +93,12 @@ class NodeRoom:
     event), so a held-back launch does not keep the simulator deciding every tick, except while it
     may stop being wanted (``wanted_until_all``) or come to need fewer nodes (``may_reshape``)."""
 
-    __slots__ = ("held", "left", "live", "max_nodes", "waiting")
+    __slots__ = ("held", "left", "live", "max_nodes", "replays", "waiting")
 
     def __init__(self, snapshot: Snapshot, max_nodes: int) -> None:
         self.max_nodes = max_nodes
         self.live = live_nodes(snapshot)
+        self.replays = replays(snapshot)  # launches in flight asked again: their nodes are counted in ``live``
         self.left = max_nodes - self.live
         self.held: list[tuple[Launch, str]] = []
         self.waiting: Launch | None = None  # the first launch held back, which the slots left are kept for
@@ -95,6 +110,8 @@ class NodeRoom:
 
     def take(self, launch: Launch) -> bool:
         """Whether ``launch`` fits (its nodes are then taken); if not, it is held back."""
+        if launch.request_id in self.replays:
+            return True
         if self.waiting is None and launch.count <= self.left:
             self.left -= launch.count
             return True
@@ -124,6 +141,8 @@ class NodeRoom:
         out: dict[str, float] = {}
         ends: list[float] | None = None  # worked out at the first launch held back
         for a in launches:
+            if a.request_id in self.replays:
+                continue
             if not waiting and a.count <= left:
                 left -= a.count
                 continue
@@ -215,6 +234,7 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams, tick_s: fl
                          params.soft_fraction, 2 * tick_s + 2 * params.stop_grace_s)
     live = live_nodes(snapshot)
     launched = snapshot.spend.launches_last_minute
+    asked_again = replays(snapshot)  # launches in flight: counted already, and asked again whatever the guards say
 
     def take(a: Launch) -> None:
         """Count a launch the guards keep."""
@@ -225,7 +245,7 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams, tick_s: fl
 
     for a in plan.actions:
         why = _refuse_node_action(a, nodes, protected)
-        if why is None and isinstance(a, Launch):
+        if why is None and isinstance(a, Launch) and a.request_id not in asked_again:
             why = _refuse_launch(a, params, budgets, live, launched)
             if why is None:
                 take(a)
@@ -244,6 +264,9 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams, tick_s: fl
     # refuses is refused, not held: it would not launch were there room.
     held: list[tuple[Launch, str]] = []
     for a, why_held in plan.held_back:
+        if a.request_id in asked_again:
+            kept.append(a)
+            continue
         spend = budgets.refuse(launch_usd(a), a.count * a.offering.price_per_hour_usd, a.offering.market, a.team)
         if spend is not None:
             refused.append((a, spend))
@@ -288,7 +311,7 @@ def enforce_budget(snapshot: Snapshot, params: GuardParams, tick_s: float) -> li
     if params.total_budget_usd is None:
         return []
     return _stop_burn(snapshot, params, tick_s, "hard budget", params.total_budget_usd,
-                      snapshot.spend.total_usd, _live_by_price(snapshot))
+                      snapshot.spend.total_usd, _live_by_price(snapshot), in_flight_burn(snapshot))
 
 
 def enforce_team_budgets(snapshot: Snapshot, params: GuardParams, tick_s: float,
@@ -304,7 +327,7 @@ def enforce_team_budgets(snapshot: Snapshot, params: GuardParams, tick_s: float,
     out: list[Action] = []
     for team, budget in sorted(params.team_budget_usd.items()):
         out += _stop_burn(snapshot, params, tick_s, f"team {team}'s hard budget", budget, spent.get(team, 0.0),
-                          [n for n in live if n.team == team])
+                          [n for n in live if n.team == team], in_flight_burn(snapshot, team))
     return out
 
 
@@ -314,9 +337,12 @@ def _live_by_price(snapshot: Snapshot) -> list[Node]:
 
 
 def _stop_burn(snapshot: Snapshot, params: GuardParams, tick_s: float, what: str, budget: float, spent: float,
-               live: list[Node]) -> list[Action]:
+               live: list[Node], unstoppable_per_h: float) -> list[Action]:
+    """Stop ``live`` nodes, dearest first, until the burn over the stop's horizon fits ``budget``;
+    ``unstoppable_per_h``: the burn of launches in flight, which no action reaches until listed."""
     horizon_s = tick_s + 2 * params.stop_grace_s
-    over = spent + sum(n.offering.price_per_hour_usd for n in live) * horizon_s / 3600.0 - budget
+    burn_per_h = sum(n.offering.price_per_hour_usd for n in live) + unstoppable_per_h
+    over = spent + burn_per_h * horizon_s / 3600.0 - budget
     out: list[Action] = []
     for n in live:
         if over <= 0:

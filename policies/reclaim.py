@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, JobClass, Node, Placement, PoolNode, QueueKey, Requeue, Snapshot, queue_key
+from burster.model import Demand, JobClass, Node, Offering, Placement, PoolNode, QueueKey, Requeue, Snapshot, queue_key
 from burster.plan import Action, Checkpoint, Hold, Terminate, request_id
 from policies.cost import BILLING, DEFAULT_BILLING, CostModel
-from policies.deadline import UP, holds_gang, launched_for_running
+from policies.deadline import UP, launched_for_running
 from policies.queue import ReservedQueue
 
 
@@ -91,10 +91,11 @@ def stopped_by(actions: Sequence[Action]) -> frozenset[str]:
 def give_back_short(snapshot: Snapshot, cost: CostModel, gone: frozenset[str] = frozenset(),
                     protected: frozenset[str] = frozenset()) -> list[Terminate]:
     """Terminate the nodes launched for a job (pending, or running elsewhere: a move) that are too
-    few for its gang (``holds_gang``; those booting count, so a launch in flight completing the set
-    does): one ended before the job started there (a budget stop, its cloud, a console). The pool
-    does not start a job on a short set and a move waits for a whole one, so it would bill until the
-    join timeout; given back, the burst, switch or consolidation rule launches a whole set again.
+    few for its gang (``Demand.held_by``; those booting count, and so do those of a launch for it
+    in flight, ``Snapshot.in_flight``: its reply lost, its nodes not listed yet): one ended before
+    the job started there (a budget stop, its cloud, a console). The pool does not start a job on a
+    short set and a move waits for a whole one, so it would bill until the join timeout; given
+    back, the burst, switch or consolidation rule launches a whole set again.
     ``gone``: nodes stopped in this pass (not counted). A set with a ``protected`` (or
     ``Node.protected``) node, or on a degraded provider, is left alone."""
     sets: dict[str, list[Node]] = {}
@@ -105,10 +106,14 @@ def give_back_short(snapshot: Snapshot, cost: CostModel, gone: frozenset[str] = 
         return []
     pending = {j.job_id: j for j in snapshot.pending if j.job_id in sets}
     jobs = pending | {p.job.job_id: p.job for p in snapshot.running if p.job.job_id in sets}
+    coming: dict[str, list[Offering]] = {}  # nodes of launches in flight, by job
+    for f in snapshot.in_flight:
+        if f.job_id in sets:
+            coming.setdefault(f.job_id, []).extend([f.offering] * f.count)
     out: list[Terminate] = []
     for job_id, nodes in sorted(sets.items()):
         job = jobs.get(job_id)
-        if job is None or holds_gang(job, nodes) or any(
+        if job is None or job.held_by([*(n.offering for n in nodes), *coming.get(job_id, ())]) or any(
                 n.protected or n.node_id in protected or n.offering.provider in snapshot.degraded_providers
                 for n in nodes):
             continue

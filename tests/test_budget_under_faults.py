@@ -10,7 +10,8 @@ at most ``tick_s`` apart and ``tick_s <= stop_grace_s``, what nodes the controll
 stays within the budget, but for two things no pass can prevent:
 
 - nodes the controller does not know of: made by a launch whose reply was lost and not listed
-  yet, or left out of listings past ``listing_grace_s`` and taken for gone (charged once found);
+  yet (the guards count them as in flight, but no stop reaches them), or left out of listings past
+  ``listing_grace_s`` and taken for gone (charged once found);
 - the stop's reach over nodes launched in the pass before it fires: the launch guard weighs a
   launch at its expected run, while a stop ends a node at most ``2 * tick_s + stop_grace_s`` after
   it was launched; a short run near the budget is launched, stopped, and billed past it.
@@ -32,7 +33,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
 from burster.billing import billing_rule
-from burster.plan import Terminate
 from burster.reconciler import Reconciler
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
@@ -133,22 +133,25 @@ def _budgeted_world(budget_usd: float) -> World:
     return w
 
 
-def test_a_lost_gang_launch_given_back_in_part_is_not_launched_anew_past_the_guards() -> None:
-    """A gang's launch reply is lost; listings show one node of two, its replay's reply is lost too,
-    and the one node is given back as a short gang. The intent stood, so the next pass made it again
-    while observing, and its request id, now spent, took a fresh one: two new nodes launched that no
-    guard weighed, here past a hard budget the policy's own relaunch is refused at."""
+def test_a_lost_gang_launch_ended_in_part_is_not_launched_anew_past_the_guards() -> None:
+    """A gang's launch reply is lost; listings show one node of two, its replay's reply is lost too
+    (the node is kept: the other is in flight), and the one node then ends (its cloud took it). The
+    intent stood, so the next pass made it again while observing, and its request id, now spent, took
+    a fresh one: two new nodes launched that no guard weighed, here past a hard budget the policy's own
+    relaunch is refused at."""
     # the gang (2 x $10/h x (2 h + a boot): $40.33) fits once; job a takes the reserved node
     w, (first, second), made = lost_gang_listed_in_part(_budgeted_world(budget_usd=40.40), job="g")
     assert made.plan.launches  # made, its reply lost
     w.cloud.lose_next_replies(10)
     w.clock.advance(10)
-    short = w.rec.run_once()  # the replay's reply is lost too: a short gang, given back
-    assert [a.node_ids for a in short.plan.actions if isinstance(a, Terminate)] == [(first.node_id,)]
+    assert w.rec.run_once().plan.actions == ()  # the replay's reply is lost too
+    w.cloud.list_ended()
+    w.cloud.end(first.node_id)
     w.clock.advance(10)
     report = w.rec.run_once()
     assert [why for _, why in report.plan.refused if "budget" in why]  # $0.17 spent + $40.33 > $40.40
     w.cloud.list_again()
+    w.cloud.list_ended(False)
     assert w.cloud.list_nodes() == [second]  # nothing launched: only the gang's node listed late runs
     assert w.rec.state.intents == {}
     w.clock.advance(10)

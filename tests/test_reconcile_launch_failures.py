@@ -9,7 +9,6 @@ import pytest
 
 from burster.errors import AuthError, ConfigError, InvalidRequestError, NotFoundError, TransientError
 from burster.model import Node
-from burster.plan import Terminate
 from burster.reconcile_nodes import LISTING_GRACE_S
 from burster.reconciler import PassReport
 from tests.test_reconciler import CHEAP, DEAR, World
@@ -85,14 +84,20 @@ def test_a_lost_gang_launch_listed_in_part_is_made_again_and_adopted_whole(caplo
     assert not [r for r in caplog.records if "forgetting its intent" in r.getMessage()]
 
 
-def test_a_launch_made_again_whose_reply_is_lost_again_is_reported_and_its_intent_stands() -> None:
-    w, (first, _), _ = lost_gang_listed_in_part(replies_lost=10)
+def test_a_launch_made_again_whose_reply_is_lost_again_is_reported_and_its_gang_kept_until_listed() -> None:
+    """Its intent stands, and the gang's listed node is kept: the other, in flight, completes the set.
+    It was given back as a short gang (the other, once listed, likewise) and the job launched anew."""
+    w, gang, _ = lost_gang_listed_in_part(replies_lost=10)
     w.clock.advance(10)
     report = w.rec.run_once()
     (rid,) = w.rec.state.intents
     assert report.errors[0] == f"launch {rid} made again failed: fake: timed out waiting for the reply"
-    # the policy still sees one node of two: a short gang, given back (the rest, once listed, likewise)
-    assert [a.node_ids for a in report.plan.actions if isinstance(a, Terminate)] == [(first.node_id,)]
+    assert report.plan.actions == ()
+    w.cloud.list_again()
+    w.clock.advance(10)
+    assert w.rec.run_once().plan.actions == ()
+    assert [w.rec.state.nodes[n.node_id].for_job for n in gang] == ["b", "b"] and w.rec.state.intents == {}
+    assert all(w.rec.state.is_live(n.node_id) for n in gang)
 
 
 @pytest.mark.parametrize("gang", [False, True])
