@@ -189,7 +189,7 @@ def prewarm(snapshot: Snapshot, cost: CostModel, book: OfferBook, queue: Reserve
     """Launch ahead of a signal when the expected wait cost exceeds the idle cost of being early."""
     now, out = snapshot.now, []
     lead_s = cost.p.launch_latency_s
-    for sig in sorted(snapshot.signals, key=lambda s: (s.window_start, s.source)):
+    for sig in sorted(snapshot.signals, key=_signal_key):
         until_s = (sig.window_start - now).total_seconds()
         hours = (sig.window_end - sig.window_start).total_seconds() / 3600.0
         if hours <= 0 or not prewarm_opens(sig, cost) <= now < sig.window_start:
@@ -209,11 +209,18 @@ def prewarm(snapshot: Snapshot, cost: CostModel, book: OfferBook, queue: Reserve
         if wait_usd <= idle_usd:
             continue
         out.append(Launch(
-            offering=offering, count=count, request_id=request_id("prewarm", sig.source, sig.window_start,
-                                                                  offering.key, count),
+            offering=offering, count=count, request_id=request_id("prewarm", *_signal_key(sig), offering.key, count),
             reason=(f"pre-warm {count} x {offering.key} for signal {sig.source}: {sig.gpu_hours:.0f} "
                     f"GPU-h from {sig.window_start:%Y-%m-%d %H:%M}; waiting would cost ${wait_usd:.2f} "
                     f"> idle ${idle_usd:.2f}"),
             team=sig.team, project=sig.project, sprint=sig.sprint, est_hours=hours,
         ))
     return out
+
+
+def _signal_key(sig: Signal) -> tuple[object, ...]:
+    """Every field of a signal, window first: its pre-warm's order and request id. Two signals of one
+    source and window (two teams' or GPU models' share of a sprint) are two demands: under one id the
+    second launch was taken for the first asked again (the cloud answers with the first's nodes)."""
+    return (sig.window_start, sig.source, sig.window_end, sig.gpu_model, sig.team, sig.project, sig.sprint,
+            sig.gpu_hours)

@@ -210,3 +210,18 @@ def test_pre_warm_of_a_signal_naming_no_model_is_for_the_pools_largest_model() -
 
 def test_pre_warm_skips_a_signal_with_an_empty_window() -> None:
     assert warmed(2.0, 900.0, 10.0, hours=0.0) == 0
+
+
+def test_two_teams_signals_of_one_source_and_window_pre_warm_under_two_request_ids() -> None:
+    """A sprint's GPU work split between two teams: two demands. Under one request id (source, window,
+    offering, count) the second launch was the first asked again, and only one set of nodes warmed."""
+    opens = NOW + timedelta(seconds=900)
+    sigs = tuple(Signal("SPRINT-1", 2.0, opens, opens + timedelta(hours=1), gpu_model="V100", team=team)
+                 for team in ("vision", "speech"))
+    cost = CostModel(CostParams(spot_interruptions_per_hour=0.0, launch_latency_s=900, wait_value_usd_per_gpu_hour=10))
+    s = Snapshot(NOW, (), (FULL,), POOL, (), HALF_ONLY, signals=sigs)
+    launches = prewarm(s, cost, offer_book(s, cost), ReservedQueue(NOW, POOL, s.running), [])
+    assert sorted((a.team, a.count) for a in launches) == [("speech", 2), ("vision", 2)]
+    assert len({a.request_id for a in launches}) == 2
+    flipped = replace(s, signals=sigs[::-1])
+    assert prewarm(flipped, cost, offer_book(flipped, cost), ReservedQueue(NOW, POOL, s.running), []) == launches
