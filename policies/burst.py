@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from burster.model import Demand, Market, Node, Offering, PoolNode, Snapshot, queue_key
+from burster.model import Demand, Market, Node, Offering, PoolNode, QueueKey, Snapshot, queue_key
 from burster.plan import Launch, request_id
 from policies.cost import CostModel
 from policies.estimates import estimate_scale, runs_long, taken_long
@@ -138,7 +138,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     """Launches for the pending jobs that should not wait for reserved capacity (``incoming``: jobs
     whose GPUs are on the way already, e.g. a preempted reserved job's).
 
-    Jobs are projected by priority, then in the pool's queue order (``queue_key``).
+    Jobs are projected by priority, then in the pool's serving order (``Snapshot.pending``'s).
 
     ``wakes`` (if given) receives the future instants at which a job kept waiting would burst with
     nothing else happening: a job the projection says starts now, but that the pool has not started
@@ -159,7 +159,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     scale = estimate_scale(snapshot.runtime_ratios, params.defer_quantile) if params.defer_to_budget else 1.0
     long = runs_long(snapshot.runtime_ratios, params.market_quantile)
     launches: list[Launch] = []
-    for job in sorted(snapshot.pending, key=lambda j: (-j.priority, queue_key(j), j.submitted_at, j.job_id)):
+    for job in projection_order(snapshot.pending):
         if job.job_id in served:
             continue
         if job.job_id in held and _held_room_soon(job, held[job.job_id], queue, cost):
@@ -341,3 +341,15 @@ def _burst_request_id(job_id: str, attempt: int, offering_key: str, count: int) 
     """``request_id`` of a job's launch, memoized: a job held back at the node cap is launched again,
     under the same id, every pass it waits (a hash each time was 3 % of a capped run)."""
     return request_id(job_id, attempt, offering_key, count)
+
+
+_FIFO: QueueKey = (0, 0.0)
+
+
+def projection_order(pending: tuple[Demand, ...]) -> list[Demand]:
+    """Pending jobs by priority, then in the pool's serving order: a ranked pool's ``queue_key``, a
+    FIFO pool's listing (``Snapshot.pending``), not submission: a job a FIFO pool requeued at the back
+    (``Requeue.BACK``) is served after those queued since, though submitted before them; ties in
+    listing order."""
+    keys = [(-j.priority, queue_key(j) if j.start_by is not None else _FIFO, i) for i, j in enumerate(pending)]
+    return [pending[k[2]] for k in sorted(keys)]

@@ -336,6 +336,23 @@ def test_the_projection_follows_a_ranked_pools_order() -> None:
     assert burst(replace(fifo, pending=ranked), COST, PARAMS) == []
 
 
+def test_the_projection_follows_a_fifo_pools_serving_order_not_submission() -> None:
+    """The same two jobs in a FIFO pool that requeues at the back (``Requeue.BACK``): the long job,
+    submitted first, was stopped and requeued behind the short one, which the pool now serves first, on
+    the node free in 20 min. Projected by submission the long job took that node, and the short one
+    burst for nothing."""
+    long = Demand("long", 8, NOW - timedelta(minutes=2), 36_000, gpu_model="V100",
+                  queued_at=NOW - timedelta(seconds=30))
+    short = Demand("short", 8, NOW - timedelta(minutes=1), 7_200, gpu_model="V100")
+    hog = snapshot(long, busy_for_s=1_200)
+    hog2 = Demand("hog2", 8, NOW - timedelta(hours=1), 3 * 3600, gpu_model="V100")
+    served = replace(hog, pending=(short, long), pool_nodes=(*hog.pool_nodes, PoolNode("onprem-1", "V100", 8, 0)),
+                     running=(*hog.running, Placement(hog2, ("onprem-1",), NOW - timedelta(hours=1), False,
+                                                      Market.RESERVED)))
+    assert burst(served, COST, PARAMS) == []
+    assert [a.job_id for a in burst(replace(served, pending=(long, short)), COST, PARAMS)] == ["short"]
+
+
 def test_launch_request_ids_are_memoized_the_same_and_the_memo_stays_bounded() -> None:
     """A held-back launch keeps its id pass after pass; a controller running for months does not
     keep every id it ever made."""
