@@ -30,7 +30,7 @@ from burster.plan import Action, Checkpoint, Launch, request_id
 from policies.burst import BurstParams, choose
 from policies.cost import CostModel
 from policies.deadline import holds_gang, launched_for_running
-from policies.guards import NodeRoom
+from policies.guards import NodeRoom, replays
 from policies.late import late_spot_risk_usd
 from policies.offers import OfferBook, offer_book
 from policies.slack import slack_s, spot_rework_limit
@@ -43,14 +43,20 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     ``skip_jobs``: e.g. switched to on-demand in this pass), and the
     checkpoints that move a job once the nodes launched for it are all up. A move's launch that the
     node cap leaves no ``room`` for is held back there (with the cap full, or its slots kept for a
-    launch held back before, none is worked out). ``wakes`` (if given) receives the instants a
-    deadline job's choice may turn to a spot pool as its work gets done (``spot_qualifies_at``)."""
+    launch held back before, none is worked out but a move in flight, asked again). ``wakes`` (if
+    given) receives the instants a deadline job's choice may turn to a spot pool as its work gets
+    done (``spot_qualifies_at``)."""
     ready = {n.node_id: n.offering for n in snapshot.cloud_nodes
              if n.state is NodeState.READY and n.offering.provider not in snapshot.degraded_providers}
     book = offer_book(snapshot, cost)
     launched = launched_for_running(snapshot)
     out: list[Action] = []
     candidates: list[tuple[Placement, Offering]] = []
+    # with no room, only a move in flight (``Snapshot.in_flight``) is worked out: the same launch asked
+    # again, it takes no slot (else it waits unasked until listed, or forgotten a listing grace later)
+    opened = room is None or room.open
+    flying = frozenset() if opened else frozenset(f.job_id for f in snapshot.in_flight)
+    again = frozenset() if opened else replays(snapshot)
     for p in snapshot.running:
         if not p.on_cloud or p.job.job_id in skip_jobs:
             continue
@@ -62,11 +68,13 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
             if all(n.state is NodeState.READY for n in new) and holds_gang(p.job, new):
                 out += _checkpoints(p, current, new[0].offering, cost, snapshot)
             continue  # (a short set, a node of it ended, is given back: reclaim.give_back_short)
-        if (room is None or room.open) and _saving_bound(p, current, book, cost, snapshot) > 0:
+        if (opened or p.job.job_id in flying) and _saving_bound(p, current, book, cost, snapshot) > 0:
             candidates.append((p, current))  # (else no offering could pay for a move, or none has room)
     for p, current in sorted(candidates, key=lambda c: (-c[0].price_per_hour_usd, c[0].job.job_id)):
         launch = _launch_if_it_pays(p, current, cost, params, book, snapshot, wakes)
-        if launch is not None and (room is None or room.take(launch)):
+        if launch is None or not (opened or launch.request_id in again):
+            continue
+        if room is None or room.take(launch):
             out.append(launch)
     return out
 

@@ -195,7 +195,8 @@ def node_ends_s(snapshot: Snapshot, idle_ttl_s: float) -> list[float]:
     """Seconds from now until each live cloud node is expected to end, ascending: a busy node with
     its job (as the policy believes it; a stopping one at its stop), one draining or terminating with
     no job now, a booting one, or one up for a job still queued, after that job's run (a booting one
-    for a job not known: inf), another idle one at its idle TTL."""
+    for a job not known: inf), another idle one at its idle TTL. The nodes of a launch in flight
+    (``live_nodes`` counts them) end as booting ones do."""
     left = {p.job.job_id: p.remaining_s(snapshot.now) for p in snapshot.running}
     pending = {j.job_id: j.remaining_s for j in snapshot.pending}
     ends: list[float] = []
@@ -214,6 +215,8 @@ def node_ends_s(snapshot: Snapshot, idle_ttl_s: float) -> list[float]:
             ends.append(max(idle_ttl_s - (snapshot.now - n.idle_since).total_seconds(), 0.0))
         else:
             ends.append(math.inf)
+    for f in snapshot.in_flight:
+        ends += [pending.get(f.job_id, math.inf) if f.job_id is not None else math.inf] * f.count
     return sorted(ends)
 
 

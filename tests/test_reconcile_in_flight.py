@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from burster.model import Demand, InFlight
+from burster.lifecycle import NodeState
+from burster.model import Demand, InFlight, Node
 from burster.plan import Launch
 from burster.reconciler import Reconciler
 from policies.burster import BursterParams, BursterPolicy
@@ -92,3 +93,26 @@ def test_a_gang_listed_in_part_is_in_flight_for_its_nodes_not_listed() -> None:
     (rid,) = w.rec.state.intents
     (flight,) = w.rec.nodes.in_flight(w.clock.now())
     assert (flight.request_id, flight.count, flight.job_id, flight.asked_at) == (rid, 1, "b", T0)
+
+
+def test_an_intent_asked_again_after_it_was_answered_dates_from_its_new_send() -> None:
+    """Its first send is dropped once the intent clears (answered): asked again later under the same
+    id (the cloud answers it with its live nodes), it is not taken as in flight since the first."""
+    w = World()
+    launch = Launch(CHEAP, 1, "burst b", "rq-b", job_id="b")
+    w.rec.state.put_intent(launch)
+    w.rec.nodes.sent("rq-b", T0)
+    w.rec.state.clear_intent("rq-b")
+    w.rec.nodes.expire_intents(T0 + timedelta(seconds=10))
+    w.rec.state.put_intent(launch)
+    w.rec.nodes.sent("rq-b", T0 + timedelta(seconds=20))
+    (flight,) = w.rec.nodes.in_flight(T0 + timedelta(seconds=20))
+    assert flight.asked_at == T0 + timedelta(seconds=20)
+
+
+def test_an_intent_whose_nodes_are_all_recorded_is_not_in_flight() -> None:
+    """Not even as none: its request id would pass the guards as a replay (``guards.replays``)."""
+    w = World()
+    w.rec.state.put_intent(Launch(CHEAP, 1, "burst b", "rq-b", job_id="b"))
+    w.rec.nodes.adopt([Node("n1", CHEAP, NodeState.READY, T0, "rq-b")], None, T0)
+    assert w.rec.nodes.in_flight(T0) == ()
