@@ -10,11 +10,12 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from burster.model import JobClass, Market
 from burster.reconciler import PassReport
+from tests.sim.oracle_actions import check_handoffs, check_preemptions, check_reserved_holds
 from tests.sim.oracle_observe import CloudNode, Observed, Segment
 
 USD_TOL = 1e-6  # per ledger entry (quantized to micro-dollars)
@@ -194,6 +195,16 @@ def _check_deadlines(seen: Observed, finished: Sequence[Any], runs: dict[str, li
     return []
 
 
+def period_began(period: str, now: datetime) -> datetime | None:
+    """The start of the UTC calendar budget period holding ``now`` (docs/policy.md, Guards): the
+    day, the week from Monday, the month; None for ``all``."""
+    if period == "all":
+        return None
+    utc = now.astimezone(UTC)
+    day = datetime(utc.year, utc.month, utc.day, tzinfo=UTC)
+    return {"day": day, "week": day - timedelta(days=day.weekday()), "month": day.replace(day=1)}[period]
+
+
 def _in_period(usd: float, start: datetime, end: datetime, since: datetime | None) -> float:
     """The share of ``usd``, spent evenly over start..end, at or after ``since`` (docs/policy.md)."""
     if since is None or start >= since:
@@ -201,29 +212,58 @@ def _in_period(usd: float, start: datetime, end: datetime, since: datetime | Non
     return usd * _overlap_s(start, end, since, end) / (end - start).total_seconds() if end > start else 0.0
 
 
+def billed_in_period(seen: Observed, now: datetime, period: str) -> dict[str, float]:
+    """What the clouds billed by ``now`` that fell in the budget period holding it, by the team each
+    node was launched for: each node's bill so far, the part of it in the period pro rata by time."""
+    since = period_began(period, now)
+    billed: dict[str, float] = defaultdict(float)
+    for n in seen.nodes.values():
+        if n.launched_at <= now and (since is None or n.end is None or n.end > since):
+            end = now if n.end is None or n.end > now else n.end
+            billed[n.team] += _in_period(node_usd(n, now), n.launched_at, end, since)
+    return billed
+
+
 def budget_per_pass(total_usd: float | None, team_usd: dict[str, float], period: str = "all") -> Any:
     """A ``per_pass`` check: at every pass neither the ledger nor what the clouds billed so far
-    (nodes still up included) passes the hard budgets in the budget period (``all`` or ``day``)."""
-    assert period in ("all", "day")
+    (nodes still up included) passes the hard budgets in the budget period."""
 
     def check(seen: Observed, report: PassReport) -> list[str]:
         now = report.now
-        since = None if period == "all" else now.replace(hour=0, minute=0, second=0, microsecond=0)
+        since = period_began(period, now)
         charged: dict[str, float] = defaultdict(float)
         for e in seen.sim.reconciler.state.ledger:
             charged[e.team] += _in_period(float(e.usd), e.start, e.end, since)
-        billed: dict[str, float] = defaultdict(float)
-        for n in seen.nodes.values():
-            end = now if n.end is None or n.end > now else n.end
-            billed[n.team] += _in_period(node_usd(n, now), n.launched_at, end, since)
         out = []
-        for what, spent in (("ledger", charged), ("cloud bill", billed)):
+        for what, spent in (("ledger", charged), ("cloud bill", billed_in_period(seen, now, period))):
             if total_usd is not None and sum(spent.values()) > total_usd + 1e-6:
                 out.append(f"{now}: {what} ${sum(spent.values()):.2f} past the hard budget ${total_usd:.2f}")
             out += [f"{now}: team {t}'s {what} ${spent[t]:.2f} past its budget ${b:.2f}"
                     for t, b in team_usd.items() if spent[t] > b + 1e-6]
         return out
     return check
+
+
+def check_spend_seen(seen: Observed, period: str) -> list[str]:
+    """The spend each pass gave the policy (``Snapshot.spend``, what the hard budgets are held to)
+    is what the clouds had billed in the period by then, in all and by team (each node's bill so far
+    by its cloud's rule, the part in the period pro rata by time; a node ended in the pass's own
+    actions counted as still up then, as it was)."""
+    out: list[str] = []
+    tol = USD_TOL * (len(seen.nodes) + 1)
+    for now, spend in seen.spends:
+        if spend.period != period:
+            out.append(f"{now}: spend for period {spend.period!r}, configured {period!r}")
+        billed = billed_in_period(seen, now, period)
+        got = dict(spend.by_team_usd)
+        total = sum(billed.values())
+        if abs(spend.total_usd - total) > tol:
+            out.append(f"{now}: spend seen ${spend.total_usd:.6f} != billed in the {period} ${total:.6f}")
+        out += [f"{now}: team {t!r}'s spend seen ${got.get(t, 0.0):.6f} != billed in the {period} ${billed[t]:.6f}"
+                for t in sorted(set(got) | set(billed)) if abs(got.get(t, 0.0) - billed[t]) > tol]
+        if len(out) > 20:
+            break
+    return out
 
 
 def check_placements(seen: Observed, gpus_per_node: int) -> list[str]:
@@ -286,8 +326,10 @@ def check_stranded(seen: Observed) -> list[str]:
 
 
 def all_checks(seen: Observed) -> list[str]:
-    """Every check above, and what the per-pass check found while the simulation ran."""
+    """Every check above and oracle_actions', and what the per-pass check found while the simulation ran."""
     sizes = {n.gpus for n in seen.sim.reconciler.pool.nodes()}
     gpus_per_node = max(sizes, default=0)
     return [*check_ledger(seen), *check_jobs(seen), *check_placements(seen, gpus_per_node), *check_stranded(seen),
+            *check_spend_seen(seen, seen.sim.reconciler.budget_period), *check_handoffs(seen),
+            *check_reserved_holds(seen, exact_estimates=seen.exact_estimates), *check_preemptions(seen),
             *seen.checks_per_pass]

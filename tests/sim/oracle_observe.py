@@ -17,7 +17,8 @@ from burster.app import Simulation, build_simulation
 from burster.config import BursterConfig
 from burster.errors import PartialLaunchError
 from burster.lifecycle import NodeState
-from burster.model import Demand, Node, Offering
+from burster.model import EXCLUSIVE_LABEL, Demand, Node, Offering, Snapshot, Spend
+from burster.plan import Plan
 from burster.reconciler import PassReport
 from burster.sim.engine import run
 from burster.sim.summary import summarize
@@ -36,6 +37,8 @@ class CloudNode:
     launched_at: datetime
     end: datetime | None = None
     taken_back: bool = False  # ended by its cloud (listed as terminated), not by our terminate call
+    for_job: str = ""  # the job its launch named (label ``job``)
+    exclusive: bool = False  # launched to run only its own job or one handed to it (label)
 
 
 class CloudTap:
@@ -80,8 +83,64 @@ class CloudTap:
     def _note(self, nodes: Sequence[Node], labels: Mapping[str, str] | None) -> None:
         for n in nodes:
             if n.node_id not in self._book:
-                team = (labels or {}).get("team", "")
-                self._book[n.node_id] = CloudNode(n.node_id, n.offering, team, n.launched_at)
+                got = labels or {}
+                self._book[n.node_id] = CloudNode(n.node_id, n.offering, got.get("team", ""), n.launched_at,
+                                                  for_job=got.get("job", ""),
+                                                  exclusive=got.get(EXCLUSIVE_LABEL) == "true")
+
+
+@dataclass(frozen=True)
+class PoolCall:
+    """One call the controller made to the pool's actuator, at the controller's clock."""
+
+    at: datetime
+    kind: str  # hold, preempt, drain, checkpoint
+    node_id: str = ""
+    job_id: str = ""
+    start_at: datetime | None = None  # a hold's start
+    until: datetime | None = None  # a hold's end
+
+
+class PoolTap:
+    """The pool as the reconciler sees it, every call passed through; records the actuator's
+    calls (``hold``, ``preempt``, ``drain``, ``checkpoint``) as they are made."""
+
+    def __init__(self, inner: Any, now: Callable[[], datetime], calls: list[PoolCall]) -> None:
+        self._inner, self._now, self._calls = inner, now, calls
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def hold(self, node_id: str, job_id: str, start_at: datetime, until: datetime) -> None:
+        self._calls.append(PoolCall(self._now(), "hold", node_id, job_id, start_at, until))
+        self._inner.hold(node_id, job_id, start_at, until)
+
+    def preempt(self, job_id: str, deadline: datetime) -> None:
+        self._calls.append(PoolCall(self._now(), "preempt", job_id=job_id))
+        self._inner.preempt(job_id, deadline)
+
+    def drain(self, node_id: str) -> None:
+        self._calls.append(PoolCall(self._now(), "drain", node_id))
+        self._inner.drain(node_id)
+
+    def checkpoint(self, node_id: str, deadline: datetime) -> Any:
+        self._calls.append(PoolCall(self._now(), "checkpoint", node_id))
+        return self._inner.checkpoint(node_id, deadline)
+
+
+class PolicyTap:
+    """The policy, every call passed through; records the budget spend each pass's snapshot gave it."""
+
+    def __init__(self, inner: Any, spends: list[tuple[datetime, Spend]]) -> None:
+        self._inner, self._spends = inner, spends
+        self.name: str = inner.name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        self._spends.append((snapshot.now, snapshot.spend))
+        return self._inner.decide(snapshot)  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -133,6 +192,10 @@ class Observed:
     segments: list[Segment]
     checks_per_pass: list[str] = field(default_factory=list)  # discrepancies found while it ran
     passes: int = 0
+    pool_calls: list[PoolCall] = field(default_factory=list)  # hold, preempt, drain, checkpoint calls
+    spends: list[tuple[datetime, Spend]] = field(default_factory=list)  # each pass's Snapshot.spend
+    checkpoint_s: float = 60.0  # how long a requested checkpoint takes (``cost.checkpoint_write_s``)
+    exact_estimates: bool = True  # the controller and the pool saw every job's true runtime
 
 
 def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: float, start_day: float = 0.0,
@@ -150,13 +213,19 @@ def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: 
         rec.providers[name] = CloudTap(rec.providers[name], sim.clock.now, book)
     runs = RunLog(lambda: world.pool.metrics.now)
     world.pool.runs = runs
+    calls: list[PoolCall] = []
+    spends: list[tuple[datetime, Spend]] = []
+    rec.pool = PoolTap(rec.pool, sim.clock.now, calls)
+    rec.policy = PolicyTap(rec.policy, spends)
     start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
     window_end = start + timedelta(days=days)
     step = timedelta(seconds=TICK_S)
     end = sim.end if hours is None else start + timedelta(hours=hours)
     stop = start + ((end - start) // step) * step
     jobs = [j for j in trace.jobs if start <= j.submitted_at < window_end and j.submitted_at <= stop]
-    seen = Observed(sim, jobs, start, window_end, stop, {}, book, runs.segments)
+    seen = Observed(sim, jobs, start, window_end, stop, {}, book, runs.segments, pool_calls=calls, spends=spends,
+                    checkpoint_s=config.cost.checkpoint_write_s,
+                    exact_estimates=estimate_error == 0 and not trace.estimates)
 
     def on_pass(report: PassReport) -> None:
         if per_pass is not None:
