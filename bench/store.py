@@ -52,7 +52,8 @@ def fill(state: SqlState, nodes: int) -> None:
         for step in (NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY, NodeState.TERMINATING):
             state.move(f"n-{i:07d}", step)
         state.move(f"n-{i:07d}", NodeState.TERMINATED, ended_at=start + timedelta(hours=1))
-        state.charge(book.ledger_entry(f"n-{i:07d}", start + timedelta(hours=1)))
+        for e in book.ledger_entries(f"n-{i:07d}", start + timedelta(hours=1)):
+            state.charge(e)
 
 
 def measure(url: str, nodes: int) -> dict[str, Any]:

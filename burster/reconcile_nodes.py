@@ -6,10 +6,10 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from decimal import Decimal
 
-from burster.billing import billing_rule, interrupted_spot_billed_s
-from burster.budget_period import period_start, share_since
+from burster import node_bills as bills
+from burster.billing import interrupted_spot_billed_s
+from burster.budget_period import period_start
 from burster.errors import ProviderError
 from burster.interfaces import CloudProvider
 from burster.lifecycle import TRANSITIONS, NodeState
@@ -51,7 +51,7 @@ class NodeBook:
         self.unterminated: set[str] = set()  # terminating (the call failed) or stopped outside us: terminate
         self.missing: dict[str, datetime] = {}  # node id -> when a listing that still leaves it out ends it
         self._running: Sequence[Placement] | None = None  # the last pool placements seen ...
-        self._job_of: dict[str, str] = {}  # ... and the job on each of their cloud nodes
+        self._on: dict[str, Placement] = {}  # ... and the run on each of their cloud nodes
         self._views: dict[str, tuple[NodeRecord, str | None, Node]] = {}  # last snapshot's Node per id
         self._intents_seen: dict[str, datetime] = {}  # when a pass first found each launch intent
         self._sent: dict[str, datetime] = {}  # when this process last sent each launch intent's call
@@ -310,13 +310,16 @@ class NodeBook:
         id); a Node is reused while its record and job hold."""
         if running is not self._running:
             self._running = running
-            self._job_of = {node_id: p.job.job_id for p in running if p.on_cloud for node_id in p.node_ids}
-        job_of, views, nodes = self._job_of, self._views, self.state.nodes
+            self._on = {node_id: p for p in running if p.on_cloud for node_id in p.node_ids}
+        on, views, nodes = self._on, self._views, self.state.nodes
         self._views = fresh = {}
         out = []
         for rec in self.state.live():
             node_id = rec.node_id
-            job = job_of.get(node_id)
+            run = on.get(node_id)
+            job = run.job.job_id if run is not None else None
+            if run is not None and bills.serves_another(rec, run.job):
+                rec = self._hand_over(rec, run)
             if job is None and rec.idle_since is None and rec.state is NodeState.READY:
                 self.state.update(node_id, idle_since=now)
                 rec = nodes[node_id]
@@ -336,24 +339,25 @@ class NodeBook:
         out.sort(key=_node_id)
         return tuple(out)
 
-    def accrued_usd_all(self, now: datetime, since: datetime | None = None) -> list[tuple[str, float]]:
-        """(team, USD billed so far) of every live node, in launch order; with ``since``, only the
-        share of it that fell at or after ``since`` (pro rata by time)."""
-        out = []
-        for rec in self.state.live():
-            billed_s = billing_rule(rec.provider).billed_s((now - rec.launched_at).total_seconds())
-            usd = rec.offering.price_per_hour_usd * billed_s / 3600.0
-            out.append((rec.team, share_since(usd, rec.launched_at, now, since)))
-        return out
+    def _hand_over(self, rec: NodeRecord, run: Placement) -> NodeRecord:
+        """A job of another team (project, sprint) started on the node: its run so far is charged to
+        whom it served, the rest will be to the job's (``burster.node_bills``)."""
+        part, kept = bills.handed_over(rec, run.job, run.started_at)
+        if part is not None:
+            self.state.charge(part)
+        self.state.update(rec.node_id, team=kept.team, project=kept.project, sprint=kept.sprint,
+                          charged_from=kept.charged_from)
+        return self.state.nodes[rec.node_id]
 
-    def ledger_entry(self, node_id: str, end: datetime) -> LedgerEntry:
-        rec = self.state.nodes[node_id]
-        if node_id in self._taken_back:
-            run_s = max((end - rec.launched_at).total_seconds(), 0.0)
-            billed = interrupted_spot_billed_s(rec.provider, run_s)
-            why = "; taken back by its cloud" + (" in its first hour: not billed" if not billed and run_s else "")
-            return self._entry(rec, rec.launched_at, end, billed, rec.reason + why)
-        return self._entry(rec, rec.launched_at, end, self._billed_s(rec, end), rec.reason)
+    def accrued_usd_all(self, now: datetime, since: datetime | None = None) -> list[tuple[str, float]]:
+        """(team, USD billed so far and not charged yet) of every live node, in launch order; with
+        ``since``, only the share of it that fell at or after ``since`` (pro rata by time)."""
+        return [(rec.team, bills.accrued_usd(rec, now, since)) for rec in self.state.live()]
+
+    def ledger_entries(self, node_id: str, end: datetime) -> list[LedgerEntry]:
+        """What to charge as the node ends at ``end`` (``burster.node_bills.final_entries``)."""
+        rec, ledger = self.state.nodes[node_id], self.state.ledger
+        return bills.final_entries(rec, end, node_id in self._taken_back, lambda: ledger)
 
     def terminated_stray(self, node_id: str) -> None:
         """This controller's terminate of a stray went through: its end is charged already."""
@@ -364,21 +368,10 @@ class NodeBook:
         the record's end to ``now``: each second is charged once however often the node is found."""
         rec = self.state.nodes[node_id]
         end = rec.ended_at or rec.launched_at
-        extra = self._billed_s(rec, now) - self._billed_s(rec, end)
+        extra = bills.billed_s(rec, now) - bills.billed_s(rec, end)
         self.state.update(node_id, ended_at=max(now, end))
         if extra > 0:
-            self.state.charge(self._entry(rec, end, now, extra, f"{rec.reason}; ran on after it was recorded as ended"))
-
-    @staticmethod
-    def _billed_s(rec: NodeRecord, end: datetime) -> float:
-        return billing_rule(rec.provider).billed_s(max((end - rec.launched_at).total_seconds(), 0.0))
-
-    @staticmethod
-    def _entry(rec: NodeRecord, start: datetime, end: datetime, billed_s: float, reason: str) -> LedgerEntry:
-        usd = Decimal(str(rec.offering.price_per_hour_usd)) * Decimal(billed_s) / Decimal(3600)
-        o = rec.offering
-        return LedgerEntry(rec.node_id, rec.provider, o.market.value, o.instance_type, o.region, rec.team,
-                           rec.project, rec.sprint, reason, start, end, billed_s, usd.quantize(Decimal("0.000001")))
+            self.state.charge(bills.entry(rec, end, now, extra, f"{rec.reason}; ran on after it was recorded as ended"))
 
 
 def _node_id(node: Node) -> str:

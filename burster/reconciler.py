@@ -370,7 +370,8 @@ class Reconciler:
         self.nodes.ended(node_id, self.clock.now(), self._charge)
 
     def _charge(self, node_id: str, end: datetime) -> None:
-        self.state.charge(self.nodes.ledger_entry(node_id, end))
+        for e in self.nodes.ledger_entries(node_id, end):
+            self.state.charge(e)
 
     def close_books(self, now: datetime) -> None:
         """The simulation stops at ``now``: every node still live is ended in the record and

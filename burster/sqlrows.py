@@ -52,7 +52,7 @@ def node_row(cluster: str, seq: int, rec: NodeRecord, live: bool) -> dict[str, A
         "provider": rec.provider, "request_id": rec.request_id, "offering": json.dumps(offering_json(rec.offering)),
         "launched_at": rec.launched_at, "state": rec.state.value, "for_job": rec.for_job, "team": rec.team,
         "project": rec.project, "sprint": rec.sprint, "reason": rec.reason, "idle_since": rec.idle_since,
-        "ended_at": rec.ended_at, "exclusive": rec.exclusive, "live": live,
+        "ended_at": rec.ended_at, "exclusive": rec.exclusive, "live": live, "charged_from": rec.charged_from,
     }
 
 
@@ -62,4 +62,5 @@ def record_of(r: RowMapping, offering: Offering) -> NodeRecord:
         node_id=r["node_id"], provider=r["provider"], offering=offering,
         request_id=r["request_id"], launched_at=r["launched_at"], state=NodeState(r["state"]),
         for_job=r["for_job"], team=r["team"], project=r["project"], sprint=r["sprint"],
-        reason=r["reason"], idle_since=r["idle_since"], ended_at=r["ended_at"], exclusive=r["exclusive"])
+        reason=r["reason"], idle_since=r["idle_since"], ended_at=r["ended_at"], exclusive=r["exclusive"],
+        charged_from=r["charged_from"])

@@ -98,6 +98,7 @@ nodes = Table(
     Column("ended_at", UtcDateTime),
     Column("exclusive", Boolean, nullable=False),
     Column("live", Boolean, nullable=False),  # in the live index (a failed node never is again)
+    Column("charged_from", UtcDateTime),  # charged up to here, to whom it served before (migration 0004)
 )
 Index("ix_burster_nodes_request", nodes.c.cluster, nodes.c.request_id)  # SqlState.request_spent
 tickets = Table(

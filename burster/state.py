@@ -39,6 +39,9 @@ class NodeRecord:
     idle_since: datetime | None = None
     ended_at: datetime | None = None
     exclusive: bool = False  # the pool gives it no job on its own (``Launch.exclusive``)
+    # its run is charged up to here, to whom it served before a job of another team started on it
+    # (``burster.node_bills``); None: nothing charged yet
+    charged_from: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ def _ended(provider: str, run_s: float, *, notice: bool, ours: bool, market: Mar
     if notice:
         state.notices["n1"] = Interruption("n1", provider, "spot-interruption", T0, T0 + timedelta(seconds=120))
     entries: list[LedgerEntry] = []
-    book.ended("n1", T0 + timedelta(seconds=run_s), lambda i, end: entries.append(book.ledger_entry(i, end)))
+    book.ended("n1", T0 + timedelta(seconds=run_s), lambda i, end: entries.extend(book.ledger_entries(i, end)))
     (entry,) = entries
     return entry
 

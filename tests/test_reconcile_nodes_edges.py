@@ -60,7 +60,8 @@ class Desk:
         self.book = NodeBook(self.state)
 
     def charge(self, node_id: str, end: datetime) -> None:
-        self.state.charge(self.book.ledger_entry(node_id, end))
+        for e in self.book.ledger_entries(node_id, end):
+            self.state.charge(e)
 
     def sync(self, now: datetime, *listed: Node, degraded: bool = False) -> None:
         self.book.sync(now, {"fake": list(listed)}, {"fake"} if degraded else set(), self.charge)

@@ -212,15 +212,53 @@ def _in_period(usd: float, start: datetime, end: datetime, since: datetime | Non
     return usd * _overlap_s(start, end, since, end) / (end - start).total_seconds() if end > start else 0.0
 
 
+def node_parts(node: CloudNode, upto: datetime, runs: Sequence[Segment],
+               jobs: dict[str, Any]) -> list[tuple[str, datetime, datetime, float]]:
+    """(team, start, end, USD) of each part of ``node``'s bill up to ``upto`` (docs/policy.md, Guards):
+    it serves the team (project, sprint) it was launched for until a job of another starts on it, then
+    that job's, and so on (idle time after a job included); each part is what its cloud bills for the
+    run to the part's end less to its start, the last part by its own end (taken back or not; taken
+    back free, every part is free).
+    ``runs``: the runs on the node, by start; ``jobs``: the trace's jobs by id."""
+    holder, start = (node.team, node.project, node.sprint), node.launched_at
+    end = upto if node.end is None or node.end > upto else node.end
+    spot = node.offering.market is Market.SPOT
+    price, out = node.offering.price_per_hour_usd, []
+    billed_before = 0.0
+    for g in runs:
+        j = jobs[g.job_id]
+        if g.start >= end or (j.team, j.project, j.sprint) == holder:
+            continue
+        upto_s = billed_s(node.offering.provider, (g.start - node.launched_at).total_seconds(), taken_back=False,
+                          spot=spot)
+        out.append((holder[0], start, g.start, price * (upto_s - billed_before) / 3600.0))
+        holder, start, billed_before = (j.team, j.project, j.sprint), g.start, upto_s
+    total = node_usd(node, upto)
+    if total == 0.0:  # taken back free (AWS spot, its first hour): no part of it is billed
+        return [(team, a, b, 0.0) for team, a, b, _ in out] + [(holder[0], start, end, 0.0)]
+    out.append((holder[0], start, end, total - price * billed_before / 3600.0))
+    return out
+
+
+def runs_on_nodes(seen: Observed) -> dict[str, list[Segment]]:
+    """The runs on each cloud node so far, by start."""
+    out: dict[str, list[Segment]] = defaultdict(list)
+    for g in sorted((g for g in seen.segments if g.on_cloud), key=lambda g: g.start):
+        for node_id in g.node_ids:
+            out[node_id].append(g)
+    return out
+
+
 def billed_in_period(seen: Observed, now: datetime, period: str) -> dict[str, float]:
     """What the clouds billed by ``now`` that fell in the budget period holding it, by the team each
-    node was launched for: each node's bill so far, the part of it in the period pro rata by time."""
+    part of a node's run served (``node_parts``): the part of each in the period pro rata by time."""
     since = period_began(period, now)
     billed: dict[str, float] = defaultdict(float)
+    runs, jobs = runs_on_nodes(seen), {j.job_id: j for j in seen.jobs}
     for n in seen.nodes.values():
         if n.launched_at <= now and (since is None or n.end is None or n.end > since):
-            end = now if n.end is None or n.end > now else n.end
-            billed[n.team] += _in_period(node_usd(n, now), n.launched_at, end, since)
+            for team, start, end, usd in node_parts(n, now, runs.get(n.node_id, ()), jobs):
+                billed[team] += _in_period(usd, start, end, since)
     return billed
 
 

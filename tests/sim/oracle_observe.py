@@ -39,6 +39,8 @@ class CloudNode:
     taken_back: bool = False  # ended by its cloud (listed as terminated), not by our terminate call
     for_job: str = ""  # the job its launch named (label ``job``)
     exclusive: bool = False  # launched to run only its own job or one handed to it (label)
+    project: str = ""  # labels, as team
+    sprint: str = ""
 
 
 class CloudTap:
@@ -86,7 +88,8 @@ class CloudTap:
                 got = labels or {}
                 self._book[n.node_id] = CloudNode(n.node_id, n.offering, got.get("team", ""), n.launched_at,
                                                   for_job=got.get("job", ""),
-                                                  exclusive=got.get(EXCLUSIVE_LABEL) == "true")
+                                                  exclusive=got.get(EXCLUSIVE_LABEL) == "true",
+                                                  project=got.get("project", ""), sprint=got.get("sprint", ""))
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ def _fill(state: MemoryState) -> None:
     for step in (NodeState.LAUNCHING, NodeState.JOINING, NodeState.READY):
         state.move("n-b", step)
         state.move("n-c", step)
-    state.update("n-b", idle_since=T0 + timedelta(minutes=5))
+    state.update("n-b", idle_since=T0 + timedelta(minutes=5), charged_from=T0 + timedelta(minutes=2))  # handed over
     state.move("n-c", NodeState.TERMINATING)
     state.move("n-c", NodeState.TERMINATED, ended_at=T0 + timedelta(hours=1))
     state.move("n-d", NodeState.FAILED)  # n-a stays live, after n-b: launch order, not id order

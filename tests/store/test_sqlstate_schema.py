@@ -26,7 +26,7 @@ def test_the_migrations_build_the_schema_the_code_reads(store_url: str) -> None:
         version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
     engine.dispose()
     assert diff == []
-    assert version == "0003"
+    assert version == "0004"
 
 
 def test_the_alembic_command_migrates_a_store_by_its_url(sqlite_url: str) -> None:
@@ -35,8 +35,31 @@ def test_the_alembic_command_migrates_a_store_by_its_url(sqlite_url: str) -> Non
     alembic = [sys.executable, "-m", "alembic", "-c", ini, "-x", f"url={sqlite_url}"]
     subprocess.run([*alembic, "upgrade", "head"], check=True, capture_output=True, cwd="/")
     current = subprocess.run([*alembic, "current"], check=True, capture_output=True, text=True, cwd="/")
-    assert "0003 (head)" in current.stdout
+    assert "0004 (head)" in current.stdout
     assert SqlState.read(sqlite_url).empty
+
+
+def test_a_store_of_revision_0003_keeps_its_nodes_through_the_upgrade(store_url: str) -> None:
+    """0004 adds where a node's uncharged run starts (``charged_from``): a node written before has
+    charged nothing yet, and comes back whole with none."""
+    from alembic import command
+
+    from burster.sqlrows import node_row
+    from burster.sqlschema import _alembic_config, nodes
+    from tests.store.sqlstate_records import SPOT, _record
+
+    engine = sa.create_engine(store_url)
+    cfg = _alembic_config()
+    rec = _record("n-old", SPOT)
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0003")
+        row = {k: v for k, v in node_row("default", 0, rec, live=True).items() if k != "charged_from"}
+        conn.execute(sa.insert(sa.table(nodes.name, *(sa.column(k) for k in row))).values(**row))
+    engine.dispose()
+    state = SqlState.open(store_url)
+    assert state.nodes == {"n-old": rec} and rec.charged_from is None
+    state.close()
 
 
 def test_a_url_that_is_not_a_database_says_what_to_write() -> None:
@@ -61,7 +84,7 @@ def test_reading_a_store_changes_nothing_and_says_what_to_do_when_its_schema_lag
     ini = str(MIGRATIONS / "alembic.ini")
     alembic = [sys.executable, "-m", "alembic", "-c", ini, "-x", f"url={sqlite_url}"]
     subprocess.run([*alembic, "upgrade", "0002"], check=True, capture_output=True, cwd="/")
-    with pytest.raises(StoreError, match=r"schema is at revision 0002, this burster reads 0003.*docs/state.md"):
+    with pytest.raises(StoreError, match=r"schema is at revision 0002, this burster reads 0004.*docs/state.md"):
         SqlState.read(sqlite_url)
     engine = sa.create_engine(sqlite_url)
     with engine.connect() as conn:
@@ -123,7 +146,7 @@ def test_a_migration_waits_for_the_older_controllers_still_writing(store_url: st
         conn.execute(sa.insert(leases).values(cluster="gpu-a", holder="old-host:7:abcd1234",
                                               expires_at=T0 + timedelta(seconds=60)))
     wall = Wall()
-    refused = (r"needs migrating \(its schema is at revision 0002, this burster reads 0003\), but older "
+    refused = (r"needs migrating \(its schema is at revision 0002, this burster reads 0004\), but older "
                r"controllers still write it \(gpu-a: old-host:7:abcd1234\)")
     with pytest.raises(StoreError, match=refused):
         SqlState.open(store_url, "gpu-b", now=wall)
@@ -132,7 +155,7 @@ def test_a_migration_waits_for_the_older_controllers_still_writing(store_url: st
     wall.advance(60)  # the older controller's lease lapsed: it stopped
     SqlState.open(store_url, "gpu-b", now=wall).close()
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == "0003"
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == "0004"
     other = SqlState.open(store_url, "gpu-c", now=wall)  # at this schema already: holders don't matter
     SqlState.open(store_url, "gpu-d", now=wall).close()
     other.close()
