@@ -168,10 +168,9 @@ class Reconciler:
     def _replay_partly_listed(self, now: datetime) -> None:
         """Make again, under its request id, a launch whose reply was lost and whose nodes listings show in
         part (a gang's other node listed late): clouds answer it with all its nodes (EC2 ClientToken, GCE
-        requestId, Azure's VM names), so the policy sees the whole set, not a short gang to give back.
-        One whose listed nodes all ended since (a short gang given back) is forgotten instead: made again
-        it would launch anew under a fresh id, a launch no guard weighed (budgets, node cap); the
-        policy launches the job again if it still needs it, and a node listed later is adopted untied."""
+        requestId, Azure's VM names). One whose listed nodes all ended since is forgotten instead: made
+        again it would launch anew under a fresh id, past every guard; the policy launches the job
+        again if it still needs it, and a node listed later is adopted untied."""
         for a in self.nodes.partly_listed():
             if self.state.request_spent(a.request_id):
                 self.state.clear_intent(a.request_id)
