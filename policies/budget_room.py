@@ -65,25 +65,29 @@ class BudgetRoom:
         names = ("global", f"team {team}")
         return [(name, self.accounts[name]) for name in names if name in self.accounts]
 
-    def refuse(self, usd: float, burn_per_h: float, market: Market, team: str) -> str | None:
+    def refuse(self, usd: float, burn_per_h: float, market: Market, team: str,
+               moved_per_h: float = 0.0) -> str | None:
         """Why ``usd`` more committed spend burning ``burn_per_h`` more (a launch; 0 for an idle node
-        handed a job, already burning) would break a budget, or None."""
+        handed a job, already burning) would break a budget, or None. ``moved_per_h``: burn that moves
+        to ``team``'s budget from another team's (an idle node handed to its job is charged to the
+        job's team from then, ``burster.node_bills``), not new to the global one."""
         for name, a in self._of(team):
+            burn = burn_per_h + (moved_per_h if name != "global" else 0.0)
             if a.committed + usd > a.budget:
                 return (f"{name} budget ${a.budget:,.2f}{self.per} would be exceeded: ${a.committed:,.2f} "
                         f"committed + ${usd:,.2f} for this burst")
-            reach_usd = a.spent + (a.burn_per_h + burn_per_h) * self.reach_h
-            if burn_per_h > 0 and reach_usd > a.budget:
+            reach_usd = a.spent + (a.burn_per_h + burn) * self.reach_h
+            if burn > 0 and reach_usd > a.budget:
                 return (f"{name} budget ${a.budget:,.2f}{self.per} would stop it at the next pass: "
-                        f"${a.spent:,.2f} spent + ${a.burn_per_h + burn_per_h:,.2f}/h for the stop's "
+                        f"${a.spent:,.2f} spent + ${a.burn_per_h + burn:,.2f}/h for the stop's "
                         f"{self.reach_h * 3600.0:.0f}s reach")
             if market is Market.ON_DEMAND and a.committed + usd > self.soft_fraction * a.budget:
                 return (f"{name} budget past its soft threshold ({self.soft_fraction:.0%} of "
                         f"${a.budget:,.2f}{self.per}): bursts restricted to spot")
         return None
 
-    def take(self, usd: float, burn_per_h: float, team: str) -> None:
-        """Count what a kept launch or handed node commits and burns."""
-        for _, a in self._of(team):
+    def take(self, usd: float, burn_per_h: float, team: str, moved_per_h: float = 0.0) -> None:
+        """Count what a kept launch or handed node commits and burns (``moved_per_h``: as ``refuse``)."""
+        for name, a in self._of(team):
             a.committed += usd
-            a.burn_per_h += burn_per_h
+            a.burn_per_h += burn_per_h + (moved_per_h if name != "global" else 0.0)

@@ -253,11 +253,13 @@ def apply_guards(plan: Plan, snapshot: Snapshot, params: GuardParams, tick_s: fl
             if why is None:
                 take(a)
         elif why is None and isinstance(a, Hold) and a.node_id in nodes:  # an idle cloud node runs a job
-            offering = nodes[a.node_id].offering
-            usd = offering.price_per_hour_usd * a.est_hours
-            why = budgets.refuse(usd, 0.0, offering.market, a.team)  # it burns already
+            node = nodes[a.node_id]
+            usd = node.offering.price_per_hour_usd * a.est_hours
+            # it burns already, but another team's node burns for the job's team from its start
+            moved = 0.0 if node.team == a.team else node.offering.price_per_hour_usd
+            why = budgets.refuse(usd, 0.0, node.offering.market, a.team, moved)
             if why is None:
-                budgets.take(usd, 0.0, a.team)
+                budgets.take(usd, 0.0, a.team, moved)
         if why is None:
             kept.append(a)
         else:

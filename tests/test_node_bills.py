@@ -91,6 +91,7 @@ def test_only_another_team_project_or_sprint_is_a_hand_over() -> None:
     mine = replace(rec(team="vision"), project="vision-p", sprint="S-9")
     assert not bills.serves_another(mine, job("vision"))
     assert bills.serves_another(mine, replace(job("vision"), sprint="S-10"))
+    assert bills.serves_another(mine, replace(job("vision"), project="vision-q"))
     assert bills.serves_another(mine, job("nlp"))
 
 
@@ -101,13 +102,32 @@ def test_the_pass_charges_a_standby_nodes_hours_to_the_team_of_the_job_it_runs()
     (node,) = w.cloud.launch(CHEAP, 1, request_id="standby-1")
     w.rec.run_once()  # adopted, for no team
     w.clock.advance(60)
-    w.pool.submit(Demand("v", 8, w.clock.now(), 3600.0, gpu_model="V100", team="vision"), w.clock.now())
+    w.pool.submit(Demand("v", 8, w.clock.now(), 3600.0, gpu_model="V100", team="vision", project="vision-p",
+                         sprint="S-9"), w.clock.now())
     assert join_and_start(w.pool, node, "v", w.clock.now()) == ["v"]
     w.clock.advance(540)
-    w.rec.run_once()
+    snapshot = w.rec.observe()
+    assert [n.team for n in snapshot.cloud_nodes] == ["vision"]  # the policy sees it vision's in this pass already
     (part,) = w.rec.state.ledger
     assert (part.team, part.billed_s, part.reason) == ("", 60.0, "adopted: tagged by this controller; until job v "
                                                                   "started there")
-    assert dict(w.rec.nodes.spend(w.clock.now(), "all").by_team_usd)["vision"] == pytest.approx(10.0 * 540 / 3600)
+    assert dict(snapshot.spend.by_team_usd)["vision"] == pytest.approx(10.0 * 540 / 3600)
+    w.rec.run_once()  # handed over once: its project and sprint are the job's too
+    assert len(w.rec.state.ledger) == 1
     w.rec.nodes.ended(node.node_id, w.clock.now(), w.rec._charge)
-    assert [(e.team, e.billed_s) for e in w.rec.state.ledger] == [("", 60.0), ("vision", 540.0)]
+    assert [(e.team, e.project, e.sprint, e.billed_s) for e in w.rec.state.ledger] == [
+        ("", "", "", 60.0), ("vision", "vision-p", "S-9", 540.0)]
+
+
+def test_a_node_first_seen_running_another_teams_job_is_that_teams_in_the_same_pass() -> None:
+    """Never seen idle (its job started before a pass saw it: a restart, a late listing), the policy
+    still sees it as the job's team's in the pass that hands it over, as the budgets count it."""
+    w = World()
+    (node,) = w.cloud.launch(CHEAP, 1, request_id="standby-1")
+    w.clock.advance(60)
+    w.pool.submit(Demand("v", 8, w.clock.now(), 3600.0, gpu_model="V100", team="vision"), w.clock.now())
+    assert join_and_start(w.pool, node, "v", w.clock.now()) == ["v"]
+    w.clock.advance(30)
+    snapshot = w.rec.observe()
+    assert [(n.team, n.job_id) for n in snapshot.cloud_nodes] == [("vision", "v")]
+    assert [(e.team, e.billed_s) for e in w.rec.state.ledger] == [("", 60.0)]

@@ -10,7 +10,7 @@ from datetime import timedelta
 from burster.lifecycle import NodeState
 from burster.model import Market, Node, Snapshot, Spend
 from burster.plan import Hold, Launch, Plan, Terminate
-from policies.guards import GuardParams, apply_guards, enforce_budget
+from policies.guards import GuardParams, apply_guards, enforce_budget, enforce_team_budgets
 from tests.policies.test_guards import NOW, OD, SPOT
 
 DEAR = replace(OD, instance_type="p3.16xlarge", price_per_hour_usd=36.0)  # $2.60 over the 260 s reach
@@ -69,3 +69,34 @@ def test_an_idle_node_handed_to_a_job_adds_no_burn_it_did_not_have() -> None:
     idle = Node("c1", spot, NodeState.READY, NOW - timedelta(hours=1), "rq-c1", idle_since=NOW)
     hold = Hold("c1", "h", NOW, NOW, "hand c1 to h", est_hours=0.01)
     assert apply_guards(Plan((hold,)), _snap(idle, spent=6.5), GUARDS, tick_s=10.0).actions == (hold,)
+
+
+def test_a_node_handed_to_another_teams_job_brings_its_burn_to_that_teams_reach() -> None:
+    """Its bill goes to the job's team once the job starts there (burster/node_bills.py): a standby node
+    (no team) handed to ml's job burns $36/h for ml from then, so with $7.60 spent the stop would end it
+    at the next pass (7.60 + 36 x 250 s = 10.10), as it would a launch (7.60 + 36 x 260 s = 10.20)."""
+    guards = GuardParams(team_budget_usd={"ml": 10.0}, stop_grace_s=120.0, idle_ttl_s=0.0)  # committed: spent
+    idle = Node("c1", DEAR, NodeState.READY, NOW - timedelta(hours=1), "rq-c1", idle_since=NOW)
+    hold = Hold("c1", "h", NOW, NOW, "hand c1 to h", team="ml", est_hours=0.01)
+    plan = apply_guards(Plan((hold,)), _snap(idle, spent=7.6, by_team=(("ml", 7.6),)), guards, tick_s=10.0)
+    assert plan.actions == () and "team ml budget $10.00 would stop it at the next pass" in plan.refused[0][1]
+    handed = replace(idle, job_id="h", idle_since=None, team="ml")  # what it would have met
+    later = replace(_snap(handed, spent=7.7, by_team=(("ml", 7.7),)), now=NOW + timedelta(seconds=10))
+    assert [type(a).__name__ for a in enforce_team_budgets(later, guards, 10.0)] == ["Checkpoint"]
+    mine = replace(idle, team="ml")  # its own team's node burns for it already
+    snap = _snap(mine, spent=7.6, by_team=(("ml", 7.6),))
+    assert apply_guards(Plan((hold,)), snap, guards, tick_s=10.0).actions == (hold,)
+
+
+def test_a_handed_nodes_burn_moves_between_teams_not_into_the_global_budget_and_adds_up_in_a_pass() -> None:
+    """The global budget counts the node's burn already (6.00 + 36 x 260 s = 8.60, not 11.20); ml's
+    counts each node handed to it this pass: a second $36/h node would reach 5.00 + 72 x 260 s = 10.20."""
+    guards = GuardParams(total_budget_usd=10.0, team_budget_usd={"ml": 100.0}, stop_grace_s=120.0, idle_ttl_s=0.0)
+    idle = Node("c1", DEAR, NodeState.READY, NOW - timedelta(hours=1), "rq-c1", idle_since=NOW)
+    hold = Hold("c1", "h", NOW, NOW, "hand c1 to h", team="ml", est_hours=0.01)
+    assert apply_guards(Plan((hold,)), _snap(idle, spent=6.0), guards, tick_s=10.0).actions == (hold,)
+    guards = replace(guards, total_budget_usd=None, team_budget_usd={"ml": 10.0})
+    other = replace(idle, node_id="c2", request_id="rq-c2")
+    second = replace(hold, node_id="c2", job_id="h2")
+    plan = apply_guards(Plan((hold, second)), _snap(idle, other, spent=5.0, by_team=(("ml", 5.0),)), guards, 10.0)
+    assert plan.actions == (hold,) and "team ml budget $10.00 would stop it at the next pass" in plan.refused[0][1]

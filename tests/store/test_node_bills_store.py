@@ -1,0 +1,47 @@
+"""A node's bill charged to the team of the job it serves (burster/node_bills.py) across a restart: the
+hand-over's part and the node's new team are kept in the same commit, so a controller that takes over
+mid-run charges the rest once, to the job's team, and the part before not again."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from burster.model import Demand
+from burster.reconciler import Reconciler
+from burster.sqlstate import SqlState
+from tests.test_reconciler import CHEAP, World, join_and_start
+
+
+def _on_store(w: World, url: str) -> SqlState:
+    state = SqlState.open(url)
+    w.rec = Reconciler(providers={"fake": w.cloud}, pool=w.pool, policy=w.rec.policy, clock=w.clock, state=state)
+    return state
+
+
+def test_a_hand_over_survives_a_restart_and_no_part_is_charged_twice(store_url: str) -> None:
+    w = World()
+    first = _on_store(w, store_url)
+    (node,) = w.cloud.launch(CHEAP, 1, request_id="standby-1")
+    w.rec.run_once()  # adopted, for no team
+    w.clock.advance(60)
+    w.pool.submit(Demand("v", 8, w.clock.now(), 3600.0, gpu_model="V100", team="vision"), w.clock.now())
+    assert join_and_start(w.pool, node, "v", w.clock.now()) == ["v"]
+    w.clock.advance(60)
+    w.rec.run_once()  # handed over at 60 s
+    first.close()
+    second = _on_store(w, store_url)  # the controller that takes over, mid-run
+    kept_rec = second.nodes[node.node_id]
+    assert node.launched_at is not None
+    assert (kept_rec.team, kept_rec.charged_from) == ("vision", node.launched_at + timedelta(seconds=60))
+    for _ in range(3):
+        w.clock.advance(60)
+        w.rec.run_once()
+    assert [(e.team, e.billed_s) for e in second.ledger] == [("", 60.0)]  # the part before, once
+    w.rec.nodes.ended(node.node_id, w.clock.now(), w.rec._charge)
+    second.commit()
+    second.close()
+    kept = SqlState.read(store_url)
+    assert [(e.team, e.billed_s) for e in kept.ledger] == [("", 60.0), ("vision", 240.0)]
+    assert kept.spent_by_team == pytest.approx({"": float(kept.ledger[0].usd), "vision": float(kept.ledger[1].usd)})
