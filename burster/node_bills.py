@@ -61,8 +61,12 @@ def final_entries(rec: NodeRecord, end: datetime, taken_back: bool,
 
 def accrued_usd(rec: NodeRecord, now: datetime, since: datetime | None) -> float:
     """USD its uncharged part has run up by ``now``, the share of it at or after ``since``."""
-    start = charged_from(rec)
-    part_s = billed_s(rec, now) - (billed_s(rec, start) if rec.charged_from else 0.0)
+    start = rec.charged_from
+    if start is None:  # the common case, every pass for every live node: one rule lookup
+        part_s = billing_rule(rec.provider).billed_s(max((now - rec.launched_at).total_seconds(), 0.0))
+        start = rec.launched_at
+    else:
+        part_s = billed_s(rec, now) - billed_s(rec, start)
     return share_since(rec.offering.price_per_hour_usd * part_s / 3600.0, start, now, since)
 
 
