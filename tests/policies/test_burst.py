@@ -317,6 +317,15 @@ def test_an_idle_node_whose_job_finished_is_used_instead_of_a_new_launch() -> No
     assert [launch.job_id for launch in burst(theirs, COST, PARAMS)] == ["be"]
 
 
+def two_nodes_free_in_20_min_and_2_h(*pending: Demand) -> Snapshot:
+    """Two full 8-GPU on-prem nodes, one free in 20 min and one in 2 h, and ``pending`` queued in that order."""
+    hog = snapshot(pending[0], busy_for_s=1_200)
+    hog2 = Demand("hog2", 8, NOW - timedelta(hours=1), 3 * 3600, gpu_model="V100")
+    return replace(hog, pending=pending, pool_nodes=(*hog.pool_nodes, PoolNode("onprem-1", "V100", 8, 0)),
+                   running=(*hog.running, Placement(hog2, ("onprem-1",), NOW - timedelta(hours=1), False,
+                                                    Market.RESERVED)))
+
+
 def test_the_projection_follows_a_ranked_pools_order() -> None:
     """Two full 8-GPU nodes free in 20 min and in 2 h. A 10 h job came first (budget 2.5 h), a 2 h job
     after it (budget 30 min). FIFO: the short job gets the 2 h node, past its budget, and bursts.
@@ -324,11 +333,7 @@ def test_the_projection_follows_a_ranked_pools_order() -> None:
     within its budget."""
     long = Demand("long", 8, NOW - timedelta(minutes=2), 36_000, gpu_model="V100")
     short = Demand("short", 8, NOW - timedelta(minutes=1), 7_200, gpu_model="V100")
-    hog = snapshot(long, busy_for_s=1_200)
-    hog2 = Demand("hog2", 8, NOW - timedelta(hours=1), 3 * 3600, gpu_model="V100")
-    fifo = replace(hog, pending=(long, short), pool_nodes=(*hog.pool_nodes, PoolNode("onprem-1", "V100", 8, 0)),
-                   running=(*hog.running, Placement(hog2, ("onprem-1",), NOW - timedelta(hours=1), False,
-                                                    Market.RESERVED)))
+    fifo = two_nodes_free_in_20_min_and_2_h(long, short)
     assert [a.job_id for a in burst(fifo, COST, PARAMS)] == ["short"]
     ranked = tuple(replace(j, start_by=start_by(j, COST, PARAMS)) for j in (long, short))
     assert ranked[1].start_by is not None and ranked[0].start_by is not None
@@ -344,11 +349,7 @@ def test_the_projection_follows_a_fifo_pools_serving_order_not_submission() -> N
     long = Demand("long", 8, NOW - timedelta(minutes=2), 36_000, gpu_model="V100",
                   queued_at=NOW - timedelta(seconds=30))
     short = Demand("short", 8, NOW - timedelta(minutes=1), 7_200, gpu_model="V100")
-    hog = snapshot(long, busy_for_s=1_200)
-    hog2 = Demand("hog2", 8, NOW - timedelta(hours=1), 3 * 3600, gpu_model="V100")
-    served = replace(hog, pending=(short, long), pool_nodes=(*hog.pool_nodes, PoolNode("onprem-1", "V100", 8, 0)),
-                     running=(*hog.running, Placement(hog2, ("onprem-1",), NOW - timedelta(hours=1), False,
-                                                      Market.RESERVED)))
+    served = two_nodes_free_in_20_min_and_2_h(short, long)
     assert burst(served, COST, PARAMS) == []
     assert [a.job_id for a in burst(replace(served, pending=(long, short)), COST, PARAMS)] == ["short"]
 

@@ -9,15 +9,9 @@ from datetime import timedelta
 import pytest
 
 from burster.model import Demand
-from burster.reconciler import Reconciler
 from burster.sqlstate import SqlState
+from tests.store.test_reconciler_store import _on_store
 from tests.test_reconciler import CHEAP, World, join_and_start
-
-
-def _on_store(w: World, url: str) -> SqlState:
-    state = SqlState.open(url)
-    w.rec = Reconciler(providers={"fake": w.cloud}, pool=w.pool, policy=w.rec.policy, clock=w.clock, state=state)
-    return state
 
 
 def test_a_hand_over_survives_a_restart_and_no_part_is_charged_twice(store_url: str) -> None:
