@@ -43,10 +43,15 @@ class ReservedQueue:
         # the model a job of any model is projected onto: the pool's largest, a tie to the first by
         # name (not the first listed: a pool's listing order must not change the plan)
         any_model = self.any_model = max(sorted(self.total), key=lambda m: self.total[m]) if self.total else ""
+        node_model: dict[str, str] | None = None  # built for the first running job of any model
         for p in running:
             if not p.on_cloud:
                 left = p.ends_at_ts - now_ts
-                ends[p.job.gpu_model or any_model].append((left if left > 0.0 else 0.0, p.job.gpus))
+                model = p.job.gpu_model
+                if not model:  # a job of any model frees GPUs of the model it runs on
+                    node_model = node_model or {n.node_id: n.gpu_model for n in pool_nodes}
+                    model = node_model.get(p.node_ids[0], any_model) if p.node_ids else any_model
+                ends[model].append((left if left > 0.0 else 0.0, p.job.gpus))
         self._times: dict[str, list[float]] = {}
         self._cum: dict[str, list[int]] = {}
         for model in self.total:

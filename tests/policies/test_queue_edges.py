@@ -5,6 +5,7 @@ not in the past."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from burster.model import Demand, Market, Placement, PoolNode
@@ -52,3 +53,18 @@ def test_a_run_past_its_estimated_end_frees_its_gpus_now_not_in_the_past() -> No
     queue = ReservedQueue(NOW, pool, over)
     assert queue.expected_wait_s(Demand("q", 8, NOW, 3600, gpu_model="V100")) == 0
     assert queue.held_room_s(HOLDER) == 0
+
+
+def test_a_job_of_any_model_frees_gpus_of_the_model_it_runs_on() -> None:
+    """A V100 node busy for 10 more minutes with a job of any model, beside two busy T4 nodes (the pool's
+    largest model, which jobs of any model are projected onto): a V100 job waits those 10 minutes. The
+    run's GPUs were counted as T4s, so no V100 ever freed and the V100 job was taken to wait forever."""
+    pool = (PoolNode("v-0", "V100", 8, 0), PoolNode("t-0", "T4", 8, 0), PoolNode("t-1", "T4", 8, 0))
+    anywhere = Demand("any", 8, STARTED, 3600 + 600)  # no model
+    t4_day = Demand("t4", 16, STARTED, 25 * 3600, gpu_model="T4", nodes=2)
+    running = (Placement(anywhere, ("v-0",), STARTED, False, Market.RESERVED),
+               Placement(t4_day, ("t-0", "t-1"), STARTED, False, Market.RESERVED))
+    queue = ReservedQueue(NOW, pool, running)
+    assert queue.any_model == "T4"
+    assert queue.expected_wait_s(replace(HOLDER, job_id="v")) == 600
+    assert queue.expected_wait_s(Demand("t", 8, NOW, 3600, gpu_model="T4")) == 24 * 3600
