@@ -32,6 +32,11 @@ def charged_from(rec: NodeRecord) -> datetime:
     return rec.charged_from or rec.launched_at
 
 
+def charged_s(rec: NodeRecord) -> float:
+    """Seconds of its run charged already: its bill up to its last hand-over (none before one)."""
+    return billed_s(rec, rec.charged_from) if rec.charged_from else 0.0
+
+
 def entry(rec: NodeRecord, start: datetime, end: datetime, billed: float, reason: str) -> LedgerEntry:
     """A ledger entry for ``billed`` seconds of ``rec`` between ``start`` and ``end``, to its team."""
     usd = Decimal(str(rec.offering.price_per_hour_usd)) * Decimal(billed) / Decimal(3600)
@@ -45,8 +50,7 @@ def final_entries(rec: NodeRecord, end: datetime, taken_back: bool,
     """The last part of its run, ending at ``end``: by its cloud's plain rule, or taken back by its
     cloud (``interrupted_spot_billed_s``). Taken back free (in its first hour on AWS), each part
     ``charged`` at a hand-over before is credited to the team it was charged to."""
-    start = charged_from(rec)
-    before = billed_s(rec, start) if rec.charged_from else 0.0
+    start, before = charged_from(rec), charged_s(rec)
     if not taken_back:
         return [entry(rec, start, end, billed_s(rec, end) - before, rec.reason)]
     run_s = max((end - rec.launched_at).total_seconds(), 0.0)
@@ -66,7 +70,7 @@ def accrued_usd(rec: NodeRecord, now: datetime, since: datetime | None) -> float
         part_s = billing_rule(rec.provider).billed_s(max((now - rec.launched_at).total_seconds(), 0.0))
         start = rec.launched_at
     else:
-        part_s = billed_s(rec, now) - billed_s(rec, start)
+        part_s = billed_s(rec, now) - charged_s(rec)
     return share_since(rec.offering.price_per_hour_usd * part_s / 3600.0, start, now, since)
 
 
@@ -79,7 +83,7 @@ def handed_over(rec: NodeRecord, job: Demand, at: datetime) -> tuple[LedgerEntry
     """``job`` started on the node at ``at``: the entry charging its run so far to whom it served
     (None if nothing was billed), and the record charging the rest to the job's team."""
     at = max(at, charged_from(rec))
-    part = entry(rec, charged_from(rec), at, billed_s(rec, at) - (billed_s(rec, rec.charged_from)
-                 if rec.charged_from else 0.0), f"{rec.reason}; until job {job.job_id} started there")
+    part = entry(rec, charged_from(rec), at, billed_s(rec, at) - charged_s(rec),
+                 f"{rec.reason}; until job {job.job_id} started there")
     kept = replace(rec, team=job.team, project=job.project, sprint=job.sprint, charged_from=at)
     return (part if part.billed_s > 0 else None), kept
