@@ -54,7 +54,7 @@ class NodeBook:
         self._on: dict[str, Placement] = {}  # ... and the run on each of their cloud nodes
         self._views: dict[str, tuple[NodeRecord, str | None, Node]] = {}  # last snapshot's Node per id
         self._intents_seen: dict[str, datetime] = {}  # when a pass first found each launch intent
-        self._sent: dict[str, datetime] = {}  # when this process last sent each launch intent's call
+        self._sent: dict[str, datetime] = {}  # when this process first sent each standing launch intent's call
         self._taken_back: set[str] = set()  # ending now, taken back by the cloud (billed as such)
         self._orphans_warned: dict[str, int] = {}  # unconfigured provider -> live nodes when last warned
 
