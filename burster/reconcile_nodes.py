@@ -343,6 +343,8 @@ class NodeBook:
         """A job of another team (project, sprint) started on the node: its run so far is charged to
         whom it served, the rest will be to the job's (``burster.node_bills``)."""
         part, kept = bills.handed_over(rec, run.job, run.started_at)
+        log.info("node %s runs job %s of team %r from %s: charged to it from then, to team %r before",
+                 rec.node_id, run.job.job_id, kept.team, kept.charged_from, rec.team)
         if part is not None:
             self.state.charge(part)
         self.state.update(rec.node_id, team=kept.team, project=kept.project, sprint=kept.sprint,

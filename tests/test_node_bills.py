@@ -95,7 +95,8 @@ def test_only_another_team_project_or_sprint_is_a_hand_over() -> None:
     assert bills.serves_another(mine, job("nlp"))
 
 
-def test_the_pass_charges_a_standby_nodes_hours_to_the_team_of_the_job_it_runs() -> None:
+def test_the_pass_charges_a_standby_nodes_hours_to_the_team_of_the_job_it_runs(
+        caplog: pytest.LogCaptureFixture) -> None:
     """A node launched for no team runs a job of team vision from 60 s: its first minute is the
     standby pool's, the rest vision's, in the ledger and in the spend the budgets see meanwhile."""
     w = World()
@@ -106,8 +107,11 @@ def test_the_pass_charges_a_standby_nodes_hours_to_the_team_of_the_job_it_runs()
                          sprint="S-9"), w.clock.now())
     assert join_and_start(w.pool, node, "v", w.clock.now()) == ["v"]
     w.clock.advance(540)
-    snapshot = w.rec.observe()
+    with caplog.at_level("INFO", logger="burster.reconcile"):
+        snapshot = w.rec.observe()
     assert [n.team for n in snapshot.cloud_nodes] == ["vision"]  # the policy sees it vision's in this pass already
+    assert f"node {node.node_id} runs job v of team 'vision' from 2026-03-02 09:01:00+00:00: charged to it from " \
+           "then, to team '' before" in caplog.text
     (part,) = w.rec.state.ledger
     assert (part.team, part.billed_s, part.reason) == ("", 60.0, "adopted: tagged by this controller; until job v "
                                                                   "started there")
