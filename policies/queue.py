@@ -59,21 +59,43 @@ class ReservedQueue:
             self._times[model] = [0.0, *(t for t, _ in evs)]
             self._cum[model] = list(itertools.accumulate((g for _, g in evs), initial=free[model]))
         self._queued: dict[str, int] = defaultdict(int)
+        self._any_model_for: dict[tuple[int, int], str | None] = {}  # a job of any model's, by its shape
         self._holders = {j for n in pool_nodes for j in n.held_for}
         self._held: dict[str, _HeldNodes] | None = None  # built when a holder is first asked about
         self._pool_nodes, self._running, self._now_ts = pool_nodes, running, now_ts
 
     def model_for(self, job: Demand) -> str | None:
-        """The on-prem GPU model that can run ``job``, or None if none can."""
-        model = job.gpu_model or self.any_model
-        if self.total.get(model, 0) < job.gpus or self.node_size.get(model, 0) < job.gpus_per_node:
-            return None
-        return model
+        """The on-prem GPU model that can run ``job``, or None if none can: its own, or for a job of any
+        model the one whose GPUs the pool alone frees for it soonest (ties: the pool's larger, then by
+        name), the same all pass long whatever is queued (the queue's own projection spreads such jobs
+        as models fill, ``_queue_model``). It was always the pool's largest model: a job of any model
+        was taken to wait for it while another model had room, or never to start where the largest
+        model's nodes are too small for it."""
+        if job.gpu_model:
+            return job.gpu_model if self._fits(job.gpu_model, job) else None
+        shape = (job.gpus, job.gpus_per_node)
+        if shape not in self._any_model_for:
+            fits = [m for m in sorted(self.total) if self._fits(m, job)]
+            self._any_model_for[shape] = min(fits, key=lambda m: (self.shadow(m, job.gpus)[0], -self.total[m])) \
+                if fits else None
+        return self._any_model_for[shape]
+
+    def _fits(self, model: str, job: Demand) -> bool:
+        return self.total.get(model, 0) >= job.gpus and self.node_size.get(model, 0) >= job.gpus_per_node
+
+    def _queue_model(self, job: Demand) -> str | None:
+        """The model ``job`` queues for in the projection: its own, or for a job of any model the one
+        where it would start soonest behind what is queued so far (ties: the pool's larger, then by
+        name), so jobs of any model spread over the models as they fill."""
+        if job.gpu_model or len(self.total) < 2:
+            return self.model_for(job)
+        fits = [m for m in sorted(self.total) if self._fits(m, job)]
+        return min(fits, key=lambda m: (self._projected_s(job, m), -self.total[m])) if fits else None
 
     def expected_wait_s(self, job: Demand) -> float:
         """Seconds until ``job`` would start on-prem if it queued behind what is queued so far (or
         on nodes held for it, once they have room)."""
-        model = self.model_for(job)
+        model = self._queue_model(job)
         if model is None:
             return INF
         if job.job_id in self._holders:
@@ -110,8 +132,9 @@ class ReservedQueue:
         self._queued.clear()
 
     def enqueue(self, job: Demand) -> None:
-        """Count ``job`` as waiting for on-prem capacity (it stays in the queue)."""
-        model = self.model_for(job)
+        """Count ``job`` as waiting for on-prem capacity (it stays in the queue), where the projection
+        starts it soonest (``expected_wait_s``)."""
+        model = self._queue_model(job)
         if model is not None:
             self._queued[model] += job.gpus
 

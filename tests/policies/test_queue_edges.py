@@ -68,3 +68,27 @@ def test_a_job_of_any_model_frees_gpus_of_the_model_it_runs_on() -> None:
     assert queue.any_model == "T4"
     assert queue.expected_wait_s(replace(HOLDER, job_id="v")) == 600
     assert queue.expected_wait_s(Demand("t", 8, NOW, 3600, gpu_model="T4")) == 24 * 3600
+
+
+def test_a_job_of_any_model_is_projected_onto_the_model_that_frees_gpus_for_it_soonest() -> None:
+    """Two V100 nodes (the pool's largest model) busy for two hours, a T4 node free: a job of any model
+    starts now on the T4s. It was projected onto the V100s and taken to wait two hours."""
+    pool = (PoolNode("v-0", "V100", 8, 0), PoolNode("v-1", "V100", 8, 0), PoolNode("t-0", "T4", 8, 8))
+    running = (Placement(Demand("v", 16, STARTED, 3 * 3600, gpu_model="V100", nodes=2), ("v-0", "v-1"), STARTED,
+                         False, Market.RESERVED),)
+    queue = ReservedQueue(NOW, pool, running)
+    anywhere = Demand("any", 8, NOW, 3600)
+    assert queue.model_for(anywhere) == "T4" and queue.expected_wait_s(anywhere) == 0
+    queue.enqueue(anywhere)  # counted where it was projected: the next such job waits for the V100s
+    assert queue.expected_wait_s(replace(anywhere, job_id="next")) == 2 * 3600
+    assert queue.model_for(Demand("gang", 16, NOW, 3600, nodes=2)) == "V100"  # 16 GPUs: only V100 has them
+
+
+def test_a_job_of_any_model_too_big_for_the_largest_models_nodes_runs_on_another() -> None:
+    """Three 4-GPU T4 nodes (12 GPUs, the largest model) and one 8-GPU V100 node, all free: an 8-GPU job
+    of any model on one node fits only the V100. It was taken never to start on-prem."""
+    pool = (*(PoolNode(f"t-{i}", "T4", 4, 4) for i in range(3)), PoolNode("v-0", "V100", 8, 8))
+    queue = ReservedQueue(NOW, pool, ())
+    assert queue.any_model == "T4"
+    assert queue.model_for(Demand("any", 8, NOW, 3600)) == "V100"
+    assert queue.model_for(Demand("huge", 16, NOW, 3600)) is None
