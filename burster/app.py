@@ -92,11 +92,7 @@ def _burster(config: BursterConfig, cost: CostModel) -> Policy:
 def _baseline(cls: type[BaselinePolicy]) -> Callable[[BursterConfig, CostModel], Policy]:
     """A baseline with the config's guards, its idle reclaim and budget stop ticking at
     ``controller.tick_s`` (the class's own reclaim rule ticked at 10 s whatever the config said)."""
-    def make(config: BursterConfig, cost: CostModel) -> Policy:
-        policy = cls(cost, guard_params(config))
-        policy.reclaim_params = replace(cls.reclaim_params, tick_s=config.controller.tick_s)
-        return policy
-    return make
+    return lambda config, cost: cls(cost, guard_params(config), tick_s=config.controller.tick_s)
 
 
 POLICIES: dict[str, Callable[[BursterConfig, CostModel], Policy]] = {

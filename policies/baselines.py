@@ -21,6 +21,7 @@ every instant.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from burster.model import Snapshot
@@ -64,9 +65,14 @@ class BaselinePolicy:
     burst_params = BurstParams()
     reclaim_params = ReclaimParams(idle_ttl_s=300.0, move_back=False)
 
-    def __init__(self, cost: CostModel | None = None, guards: GuardParams | None = None) -> None:
+    def __init__(self, cost: CostModel | None = None, guards: GuardParams | None = None,
+                 tick_s: float | None = None) -> None:
+        """``tick_s``: the controller's tick, which its idle reclaim and budget stop reckon with (the
+        class's reclaim rule's, 10 s, if None)."""
         self.cost = cost or CostModel()
         self.guards = guards or GuardParams()
+        if tick_s is not None:
+            self.reclaim_params = replace(type(self).reclaim_params, tick_s=tick_s)
 
     def decide(self, snapshot: Snapshot) -> Plan:
         snapshot, overrun_wake = believe_overruns(snapshot)  # a job past its estimate is not ending now

@@ -55,8 +55,8 @@ def test_the_policies_weigh_a_launch_over_their_own_ticks_reach() -> None:
     short = Demand("short", 1, NOW - timedelta(hours=2), 60, gpu_model="V100")
     snap = replace(no_reserved_room((short,), 0), spend=Spend(total_usd=9.93))
     guards = GuardParams(total_budget_usd=10.0, stop_grace_s=120.0)
-    greedy = GreedySpotPolicy(COST, guards)
-    greedy.reclaim_params = ReclaimParams(idle_ttl_s=600.0, move_back=False, tick_s=60.0)
+    greedy = GreedySpotPolicy(COST, guards, tick_s=60.0)
+    assert greedy.reclaim_params == ReclaimParams(idle_ttl_s=600.0, move_back=False, tick_s=60.0)
     for policy in (BursterPolicy(COST, BursterParams(burst=PARAMS, guards=guards, reclaim=ReclaimParams(tick_s=60.0))),
                    greedy):
         plan = policy.decide(snap)
