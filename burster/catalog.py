@@ -225,9 +225,11 @@ LOADERS = {"aws": load_aws, "gcp": load_gcp, "azure": load_azure}
 
 
 def catalog_dir() -> Path:
-    """The staged catalog under the shared data folder when present, else the bundled copy."""
+    """The staged catalog under the shared data folder when it holds any cloud's file (plain or
+    gzip-compressed), else the bundled copy."""
     shared = shared_data_dir() / SHARED_SUBDIR
-    return shared if (shared / FILES["aws"]).exists() else BUNDLED_DIR
+    staged = any((shared / f).exists() or (shared / f"{f}.gz").exists() for f in FILES.values())
+    return shared if staged else BUNDLED_DIR
 
 
 def load_catalog(directory: Path | None = None, providers: Sequence[str] = PROVIDERS,

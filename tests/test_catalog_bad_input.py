@@ -123,6 +123,16 @@ def test_the_default_catalog_honours_burster_shared_data(tmp_path: Path, monkeyp
     assert catalog_dir() == BUNDLED_DIR
 
 
+@pytest.mark.parametrize("name", [FILES["gcp"], f"{FILES['azure']}.gz", f"{FILES['aws']}.gz"])
+def test_a_shared_catalog_of_any_cloud_or_compressed_is_the_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    staged = tmp_path / SHARED_SUBDIR
+    staged.mkdir()
+    (staged / name).write_bytes(b"")
+    monkeypatch.setenv("BURSTER_SHARED_DATA", str(tmp_path))
+    assert catalog_dir() == staged
+
+
 @pytest.mark.parametrize("bound", [float("nan"), float("inf"), -1.0])
 def test_max_price_must_be_finite_and_not_negative(bound: float) -> None:
     offers = [Offering("aws", "us-east-1", "use1-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 1.0)]
