@@ -92,7 +92,8 @@ class InFlight:
     """A launch sent to a cloud that neither its reply nor a listing has answered yet (the reply was
     lost, a timeout): its ``count`` nodes not listed may be up and billed since ``asked_at``.
     ``request_id`` is the id the policy planned it under (``Launch.request_id``): planned again, the
-    same launch is the controller asking the cloud again, not a new one."""
+    same launch is the controller asking the cloud again, not a new one. ``exclusive``: its
+    ``Launch.exclusive`` (with no job: a standby stock launch, ``policies.standby``)."""
 
     request_id: str
     offering: Offering
@@ -100,6 +101,7 @@ class InFlight:
     asked_at: datetime
     job_id: str | None = None
     team: str = ""
+    exclusive: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,6 @@ class NodeBook:
         self._on: dict[str, Placement] = {}  # ... and the run on each of their cloud nodes
         self._views: dict[str, tuple[NodeRecord, str | None, Node]] = {}  # last snapshot's Node per id
         self._intents_seen: dict[str, datetime] = {}  # when a pass first found each launch intent
-        self._sent: dict[str, datetime] = {}  # when this process first sent each standing launch intent's call
         self._taken_back: set[str] = set()  # ending now, taken back by the cloud (billed as such)
         self._orphans_warned: dict[str, int] = {}  # unconfigured provider -> live nodes when last warned
 
@@ -217,8 +216,8 @@ class NodeBook:
         seen = self._intents_seen
         for rid in [r for r in seen if r not in self.state.intents]:
             del seen[rid]
-        for rid in [r for r in self._sent if r not in self.state.intents]:
-            del self._sent[rid]
+        for rid in [r for r in self.state.sent if r not in self.state.intents]:
+            del self.state.sent[rid]
         grace = timedelta(seconds=self.listing_grace_s)
         for rid, launch in list(self.state.intents.items()):
             found = self.state.nodes_of_request(rid)
@@ -233,21 +232,18 @@ class NodeBook:
             self.state.clear_intent(rid)
             seen.pop(rid, None)
 
-    def sent(self, request_id: str, now: datetime) -> None:
-        """A launch intent's call is being sent (``in_flight`` dates it so)."""
-        self._sent.setdefault(request_id, now)
-
     def in_flight(self, now: datetime) -> tuple[InFlight, ...]:
         """Standing launch intents as the policy sees them (``Snapshot.in_flight``): their nodes listings
         have not shown yet, under the request id the policy planned (a retry's ``-rN`` left off), since
-        their call was first sent (since a pass first found them, after a restart). By request id."""
+        their call was first sent (``MemoryState.sent``, kept in the store; for an intent kept with no
+        send time, since a pass first found it). By request id."""
         st, out = self.state, []
         for rid, a in sorted(st.intents.items()):
             unseen = a.count - st.nodes_of_request(rid)
             if unseen > 0:
                 planned = next((b for b, n in st.failed_requests.items() if n and rid == f"{b}-r{n}"), rid)
-                asked = self._sent.get(rid) or self._intents_seen.get(rid, now)
-                out.append(InFlight(planned, a.offering, unseen, asked, a.job_id, a.team))
+                asked = st.sent.get(rid) or self._intents_seen.get(rid, now)
+                out.append(InFlight(planned, a.offering, unseen, asked, a.job_id, a.team, a.exclusive))
         return tuple(out)
 
     def partly_listed(self) -> list[Launch]:

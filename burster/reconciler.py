@@ -291,8 +291,7 @@ class Reconciler:
             self.state.failed_requests[base] = tries
         if tries:
             a = replace(a, request_id=f"{a.request_id}-r{tries}")
-        self.state.put_intent(a)
-        self.nodes.sent(a.request_id, now)
+        self.state.put_intent(a, sent_at=now)
         tags = (("team", a.team), ("project", a.project), ("sprint", a.sprint), ("job", a.job_id or ""),
                 (EXCLUSIVE_LABEL, "true" if a.exclusive else ""))
         labels = {k: v for k, v in tags if v}

@@ -19,11 +19,12 @@ from burster.sqlschema import (
     tickets,
     watched_ends,
 )
-from burster.state import LedgerEntry, NodeRecord
+from burster.state import LedgerEntry, MemoryState, NodeRecord
 
 # the small keyed tables: (table, key column, the other columns of a value)
 KEYED: dict[str, tuple[Table, Any, Any]] = {
-    "intents": (intents, intents.c.request_id, lambda a: {"launch": json.dumps(launch_json(a))}),
+    "intents": (intents, intents.c.request_id, lambda v: {"launch": json.dumps(launch_json(v[0])),
+                                                          "sent_at": v[1]}),
     "tickets": (tickets, tickets.c.node_id, lambda t: {"job_id": t.job_id, "deadline": t.deadline, "done": t.done,
                                                        "saved_s": t.saved_s}),
     "blocks": (blocks, blocks.c.offering_key, lambda v: {"blocked_until": v[0], "strikes": v[1]}),
@@ -33,6 +34,17 @@ KEYED: dict[str, tuple[Table, Any, Any]] = {
     "watched": (watched_ends, watched_ends.c.node_id, lambda w: {"ended_at": w.ended_at, "unseen": w.unseen,
                                                                  "running": w.running}),
 }
+
+
+def keyed_values(state: MemoryState) -> dict[str, dict[str, Any]]:
+    """The values of each small keyed table (``KEYED``'s names) as ``state`` holds them now: an
+    intent with when its call was first sent, an offering's block with its strikes."""
+    keys = sorted(set(state.blocked) | set(state.block_strikes))
+    return {"intents": {rid: (a, state.sent.get(rid)) for rid, a in state.intents.items()},
+            "tickets": dict(state.tickets),
+            "blocks": {k: (state.blocked.get(k), state.block_strikes.get(k)) for k in keys},
+            "failed": dict(state.failed_requests), "notices": dict(state.notices), "watched": dict(state.watched)}
+
 
 LEDGER_FIELDS = ("node_id", "provider", "market", "instance_type", "region", "team", "project", "sprint",
                  "reason", "start", "end", "billed_s", "usd")

@@ -78,6 +78,7 @@ intents = Table(
     Column("cluster", String(63), primary_key=True),
     Column("request_id", String(_KEY), primary_key=True),
     Column("launch", Text, nullable=False),  # the Launch as JSON
+    Column("sent_at", UtcDateTime),  # when its call was first sent (migration 0005); None: not recorded
 )
 nodes = Table(
     "burster_nodes", metadata,

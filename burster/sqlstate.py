@@ -27,7 +27,7 @@ from burster.model import CheckpointTicket, Interruption, Offering
 from burster.plan import Launch
 from burster.redact import redact, redact_url
 from burster.sqllease import LEASE_S, Lease, holders
-from burster.sqlrows import KEYED, ledger_entry_of, ledger_row, node_row, record_of
+from burster.sqlrows import KEYED, keyed_values, ledger_entry_of, ledger_row, node_row, record_of
 from burster.sqlschema import (
     blocks,
     failed_requests,
@@ -160,32 +160,34 @@ class SqlState(MemoryState):
         return row is not None
 
     # --- writes the pass makes ---------------------------------------------------------------
-    def put_intent(self, launch: Launch) -> None:
-        """Kept at once, before the cloud is called (the crash-recovery contract)."""
+    def put_intent(self, launch: Launch, sent_at: datetime | None = None) -> None:
+        """Kept at once, before the cloud is called (the crash-recovery contract), with its first send."""
         lease = self._writable()
-        before = self.intents.get(launch.request_id)  # standing since an earlier try (a timeout): it stays
-        super().put_intent(launch)
+        rid = launch.request_id
+        before = self.intents.get(rid), self.sent.get(rid)  # standing since an earlier try (a timeout): it stays
+        super().put_intent(launch, sent_at)
         try:
             with self.engine.begin() as conn:
                 lease.renew(conn)  # a controller that lost its cluster launches nothing
-                conn.execute(delete(intents).where(intents.c.cluster == self.cluster,
-                                                   intents.c.request_id == launch.request_id))
-                conn.execute(insert(intents).values(cluster=self.cluster, request_id=launch.request_id,
-                                                    launch=json.dumps(launch_json(launch))))
-        except StoreError:
-            self._put_back_intent(launch.request_id, before)
-            raise
-        except SQLAlchemyError as err:  # not launched: a launch the store cannot recover is not made
-            self._put_back_intent(launch.request_id, before)
+                conn.execute(delete(intents).where(intents.c.cluster == self.cluster, intents.c.request_id == rid))
+                conn.execute(insert(intents).values(cluster=self.cluster, request_id=rid,
+                                                    launch=json.dumps(launch_json(launch)), sent_at=self.sent.get(rid)))
+        except (StoreError, SQLAlchemyError) as err:
+            self._put_back_intent(rid, *before)
+            if isinstance(err, StoreError):
+                raise
+            # not launched: a launch the store cannot recover is not made
             raise StoreError(f"state store {redact(str(self.engine.url))!r}: could not keep the launch intent "
-                             f"{launch.request_id}, so it was not launched: {_why(err)}") from err
-        self._saved.setdefault("intents", {})[launch.request_id] = launch
+                             f"{rid}, so it was not launched: {_why(err)}") from err
+        self._saved.setdefault("intents", {})[rid] = (launch, self.sent.get(rid))
 
-    def _put_back_intent(self, request_id: str, before: Launch | None) -> None:
-        if before is None:
-            self.intents.pop(request_id, None)
-        else:
-            self.intents[request_id] = before
+    def _put_back_intent(self, request_id: str, launch: Launch | None, sent_at: datetime | None) -> None:
+        self.intents.pop(request_id, None)
+        self.sent.pop(request_id, None)
+        if launch is not None:
+            self.intents[request_id] = launch
+        if sent_at is not None:
+            self.sent[request_id] = sent_at
 
     def add_node(self, rec: NodeRecord) -> None:
         if rec.node_id not in self.nodes:
@@ -218,9 +220,7 @@ class SqlState(MemoryState):
             first = self._ledger_seq0 + self._saved_ledger
             steps += [(delete(ledger).where(ledger.c.cluster == self.cluster, ledger.c.seq >= first), None),
                       (insert(ledger), [ledger_row(self.cluster, first + k, e) for k, e in enumerate(new)])]
-        saved: dict[str, Any] = {"intents": dict(self.intents), "tickets": dict(self.tickets),
-                                 "blocks": self._blocks(), "failed": dict(self.failed_requests),
-                                 "notices": dict(self.notices), "watched": dict(self.watched)}
+        saved: dict[str, Any] = keyed_values(self)
         for name, now in saved.items():
             steps += self._keyed_steps(name, now)
         saved["times"] = times = list(self.launch_times)
@@ -322,10 +322,6 @@ class SqlState(MemoryState):
                               .where(nodes.c.cluster == self.cluster)).scalar()
         return None if latest is None else _utc(latest) - self.history
 
-    def _blocks(self) -> dict[str, tuple[datetime | None, int | None]]:
-        keys = sorted(set(self.blocked) | set(self.block_strikes))
-        return {k: (self.blocked.get(k), self.block_strikes.get(k)) for k in keys}
-
     def _keyed_steps(self, name: str, now: dict[str, Any]) -> list[tuple[Any, list[dict[str, Any]] | None]]:
         """What brings one small keyed table from its last written contents to ``now``: delete the
         rows gone or changed, insert the new ones."""
@@ -350,6 +346,8 @@ class SqlState(MemoryState):
         self._load_ledger(conn, horizon)
         for r in conn.execute(select(intents).where(intents.c.cluster == mine)).mappings():
             self.intents[r["request_id"]] = launch_from(json.loads(r["launch"]))
+            if r["sent_at"] is not None:  # (None: kept before migration 0005)
+                self.sent[r["request_id"]] = r["sent_at"]
         for r in conn.execute(select(tickets).where(tickets.c.cluster == mine)).mappings():
             self.tickets[r["node_id"]] = CheckpointTicket(r["node_id"], r["job_id"], r["deadline"], r["done"],
                                                           r["saved_s"])
@@ -370,9 +368,7 @@ class SqlState(MemoryState):
         rows = conn.execute(select(launch_times.c.at).where(launch_times.c.cluster == mine)
                             .order_by(launch_times.c.seq))
         self.launch_times = [r[0] for r in rows]
-        self._saved = {"intents": dict(self.intents), "tickets": dict(self.tickets), "blocks": self._blocks(),
-                       "failed": dict(self.failed_requests), "notices": dict(self.notices),
-                       "watched": dict(self.watched), "times": list(self.launch_times)}
+        self._saved = {**keyed_values(self), "times": list(self.launch_times)}
 
 
 _GONE = object()

@@ -75,6 +75,7 @@ class LedgerEntry:
 @dataclass
 class MemoryState:
     intents: dict[str, Launch] = field(default_factory=dict)
+    sent: dict[str, datetime] = field(default_factory=dict)  # intent request id -> when its call was first sent
     nodes: dict[str, NodeRecord] = field(default_factory=dict)
     tickets: dict[str, CheckpointTicket] = field(default_factory=dict)
     ledger: list[LedgerEntry] = field(default_factory=list)
@@ -94,11 +95,16 @@ class MemoryState:
     _since_by_team: dict[str, float] = field(default_factory=dict)
 
     # --- intents & nodes -----------------------------------------------------------------------
-    def put_intent(self, launch: Launch) -> None:
+    def put_intent(self, launch: Launch, sent_at: datetime | None = None) -> None:
+        """Keep a launch intent; ``sent_at``: its call is being sent then (a standing intent asked
+        again keeps its first send: ``NodeBook.in_flight`` dates it so)."""
         self.intents[launch.request_id] = launch
+        if sent_at is not None:
+            self.sent.setdefault(launch.request_id, sent_at)
 
     def clear_intent(self, request_id: str) -> None:
         self.intents.pop(request_id, None)
+        self.sent.pop(request_id, None)
 
     def add_node(self, rec: NodeRecord) -> None:
         """Record a node launched or adopted (once); it is live until it ends."""

@@ -131,3 +131,28 @@ def test_a_node_taken_for_gone_before_the_loaded_history_is_a_stray_when_listed_
     in_memory = run(None)
     assert in_memory[1] is False  # terminated as a stray
     assert run(store_url) == in_memory
+
+
+def test_a_launch_in_flight_dates_from_its_send_across_a_restart(store_url: str) -> None:
+    """Its time since it was sent is committed spend (``policies.guards.committed_usd``): a controller
+    rebuilt on the store dates it from the call, not from the first pass that finds it (nor from
+    the pass that asks it again)."""
+    w = World()
+    first = _on_store(w, store_url)
+    w.job("a")  # takes the only reserved node
+    w.job("b")  # bursts: the launch is made, its reply lost, its node listed late
+    w.cloud.lose_next_replies(10)
+    w.rec.run_once()
+    (node,) = w.cloud.list_nodes()
+    w.cloud.list_late([node.node_id])
+    sent_at = w.clock.now()
+    first.close()
+    w.clock.advance(90)
+    _on_store(w, store_url)  # a new controller on the same store
+    (flight,) = w.rec.observe().in_flight
+    assert (flight.job_id, flight.asked_at) == ("b", sent_at)
+    w.rec.run_once()  # asks it again (its reply lost again)
+    w.clock.advance(10)
+    (flight,) = w.rec.observe().in_flight
+    assert flight.asked_at == sent_at
+    assert SqlState.read(store_url).sent == {flight.request_id: sent_at}

@@ -35,7 +35,8 @@ def _view(state: SqlState) -> dict[str, Any]:
     return copy.deepcopy({
         "nodes": dict(state.nodes), "live": [r.node_id for r in state.live()],
         "live_by": {p: [r.node_id for r in state.live_of(p)] for p in ("aws", "gcp")},
-        "intents": dict(state.intents), "tickets": dict(state.tickets), "ledger": list(state.ledger),
+        "intents": dict(state.intents), "sent": dict(state.sent), "tickets": dict(state.tickets),
+        "ledger": list(state.ledger),
         "blocked": dict(state.blocked), "strikes": dict(state.block_strikes),
         "failed": dict(state.failed_requests), "times": list(state.launch_times), "notices": dict(state.notices),
         "watched": dict(state.watched),
@@ -92,10 +93,14 @@ class StoreMachine(RuleBasedStateMachine):
         for team in ("vision", "nlp"):
             assert by_team.get(team, 0.0) == pytest.approx(sum(usd for t, usd in shares if t == team))
 
-    @rule(key=st.sampled_from(KEYS), count=st.integers(1, 3))
-    def put_intent(self, key: str, count: int) -> None:
-        self.state.put_intent(Launch(OFFERS[0], count, f"burst {count}", key))
-        self.committed["intents"][key] = self.state.intents[key]  # written at once
+    @rule(key=st.sampled_from(KEYS), count=st.integers(1, 3), sent=st.one_of(st.none(), times))
+    def put_intent(self, key: str, count: int, sent: datetime | None) -> None:
+        self.state.put_intent(Launch(OFFERS[0], count, f"burst {count}", key), sent)
+        self.committed["intents"][key] = self.state.intents[key]  # written at once, with its first send
+        if key in self.state.sent:
+            self.committed["sent"][key] = self.state.sent[key]
+        else:
+            self.committed["sent"].pop(key, None)
 
     @rule(key=st.sampled_from(KEYS))
     def clear_intent(self, key: str) -> None:

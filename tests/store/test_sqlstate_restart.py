@@ -20,7 +20,8 @@ from tests.store.sqlstate_records import ON_DEMAND, SPOT, T0, _ended, _entry, _r
 
 def _fill(state: MemoryState) -> None:
     """Every kind of state a pass writes."""
-    state.put_intent(Launch(SPOT, 2, "burst job-9", "req-9", job_id="job-9", team="nlp", est_hours=1.5))
+    state.put_intent(Launch(SPOT, 2, "burst job-9", "req-9", job_id="job-9", team="nlp", est_hours=1.5),
+                     T0 + timedelta(seconds=3))
     state.add_node(_record("n-b", SPOT))
     state.add_node(_record("n-a", ON_DEMAND, for_job=None, exclusive=True))
     state.add_node(_record("n-c", SPOT))
@@ -46,6 +47,7 @@ def _fill(state: MemoryState) -> None:
 def _contents(state: MemoryState) -> dict[str, object]:
     return {"nodes": state.nodes, "live": [r.node_id for r in state.live()],
             "live_aws": [r.node_id for r in state.live_of("aws")], "intents": state.intents,
+            "sent": state.sent,
             "tickets": state.tickets, "ledger": state.ledger, "blocked": state.blocked,
             "strikes": state.block_strikes, "failed": state.failed_requests, "times": state.launch_times,
             "spent": state.spent_usd, "by_team": state.spent_by_team,

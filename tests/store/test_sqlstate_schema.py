@@ -4,6 +4,7 @@ unreachable database URL is reported (without its password)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
@@ -26,7 +27,7 @@ def test_the_migrations_build_the_schema_the_code_reads(store_url: str) -> None:
         version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
     engine.dispose()
     assert diff == []
-    assert version == "0004"
+    assert version == "0005"
 
 
 def test_the_alembic_command_migrates_a_store_by_its_url(sqlite_url: str) -> None:
@@ -35,7 +36,7 @@ def test_the_alembic_command_migrates_a_store_by_its_url(sqlite_url: str) -> Non
     alembic = [sys.executable, "-m", "alembic", "-c", ini, "-x", f"url={sqlite_url}"]
     subprocess.run([*alembic, "upgrade", "head"], check=True, capture_output=True, cwd="/")
     current = subprocess.run([*alembic, "current"], check=True, capture_output=True, text=True, cwd="/")
-    assert "0004 (head)" in current.stdout
+    assert "0005 (head)" in current.stdout
     assert SqlState.read(sqlite_url).empty
 
 
@@ -62,6 +63,29 @@ def test_a_store_of_revision_0003_keeps_its_nodes_through_the_upgrade(store_url:
     state.close()
 
 
+def test_a_store_of_revision_0004_keeps_its_intents_through_the_upgrade(store_url: str) -> None:
+    """0005 adds when an intent's call was first sent (``sent_at``): an intent written before has none,
+    and comes back whole (in flight since the first pass that finds it, as before)."""
+    from alembic import command
+
+    from burster.plan import Launch
+    from burster.sqlschema import _alembic_config, intents, launch_json
+    from tests.store.sqlstate_records import SPOT
+
+    engine = sa.create_engine(store_url)
+    cfg = _alembic_config()
+    launch = Launch(SPOT, 2, "burst job-9", "req-9", job_id="job-9", team="nlp")
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0004")
+        row = {"cluster": "default", "request_id": "req-9", "launch": json.dumps(launch_json(launch))}
+        conn.execute(sa.insert(sa.table(intents.name, *(sa.column(k) for k in row))).values(**row))
+    engine.dispose()
+    state = SqlState.open(store_url)
+    assert state.intents == {"req-9": launch} and state.sent == {}
+    state.close()
+
+
 def test_a_url_that_is_not_a_database_says_what_to_write() -> None:
     with pytest.raises(ConfigError, match=r"store\.url 'burster\.db' is not a database URL.*sqlite:///burster\.db"):
         SqlState.open("burster.db")
@@ -84,7 +108,7 @@ def test_reading_a_store_changes_nothing_and_says_what_to_do_when_its_schema_lag
     ini = str(MIGRATIONS / "alembic.ini")
     alembic = [sys.executable, "-m", "alembic", "-c", ini, "-x", f"url={sqlite_url}"]
     subprocess.run([*alembic, "upgrade", "0002"], check=True, capture_output=True, cwd="/")
-    with pytest.raises(StoreError, match=r"schema is at revision 0002, this burster reads 0004.*docs/state.md"):
+    with pytest.raises(StoreError, match=r"schema is at revision 0002, this burster reads 0005.*docs/state.md"):
         SqlState.read(sqlite_url)
     engine = sa.create_engine(sqlite_url)
     with engine.connect() as conn:
@@ -146,7 +170,7 @@ def test_a_migration_waits_for_the_older_controllers_still_writing(store_url: st
         conn.execute(sa.insert(leases).values(cluster="gpu-a", holder="old-host:7:abcd1234",
                                               expires_at=T0 + timedelta(seconds=60)))
     wall = Wall()
-    refused = (r"needs migrating \(its schema is at revision 0002, this burster reads 0004\), but older "
+    refused = (r"needs migrating \(its schema is at revision 0002, this burster reads 0005\), but older "
                r"controllers still write it \(gpu-a: old-host:7:abcd1234\)")
     with pytest.raises(StoreError, match=refused):
         SqlState.open(store_url, "gpu-b", now=wall)
@@ -155,7 +179,7 @@ def test_a_migration_waits_for_the_older_controllers_still_writing(store_url: st
     wall.advance(60)  # the older controller's lease lapsed: it stopped
     SqlState.open(store_url, "gpu-b", now=wall).close()
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == "0004"
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == "0005"
     other = SqlState.open(store_url, "gpu-c", now=wall)  # at this schema already: holders don't matter
     SqlState.open(store_url, "gpu-d", now=wall).close()
     other.close()
