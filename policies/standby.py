@@ -15,7 +15,9 @@ starts come in batches (a sweep of jobs submitted together), so the stock covers
 seen within one boot, but only as many nodes as pay for themselves: a stock of k idles about k x
 window / starts per node between takers, and that idle time must cost less than the boot's wait it
 saves a job (``CostModel.wait_cost_usd``). Idle nodes within the stock are kept past their idle
-TTL; the stock falls as starts age out of the window.
+TTL; the stock falls as starts age out of the window. A stock launch in flight (``Snapshot.in_flight``:
+its reply lost, its nodes not listed yet) is stock on the way: asked again under its request id
+while the stock still wants all of it, never launched anew beside it.
 
 Pre-warm (``BurstParams.prewarm``): in the two boots before a signal's (a Jira sprint's) window
 opens, if its GPU rate exceeds spare reserved GPUs and warm nodes, nodes are launched early when the
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, Node, Offering, Signal, Snapshot
+from burster.model import Demand, InFlight, Node, Offering, Signal, Snapshot
 from burster.plan import Hold, Launch, request_id
 from policies.cost import CostModel
 from policies.offers import OfferBook, offer_book
@@ -53,14 +55,17 @@ class StandbyParams:
 class Standby:
     """One pass's standby: per shape, the nodes wanted warm and where to launch them; the free
     exclusive nodes (cheapest first; ``take`` hands them out); when the counts next fall; the
-    holds that handed nodes out this pass; and per shape the ids of the live exclusive nodes
-    launched for no job (a stock launch's request id: it changes once a node of it is seen)."""
+    holds that handed nodes out this pass; per shape the ids of the live exclusive nodes launched
+    for no job (a stock launch's request id: it changes once a node of it is seen); and per shape
+    the stock launches in flight, each with whether it may be asked again (no node of it listed,
+    its offering not blocked)."""
 
     stock: dict[Shape, tuple[int, Offering]] = field(default_factory=dict)
     free: list[Node] = field(default_factory=list)
     next_change: datetime | None = None
     holds: list[Hold] = field(default_factory=list)
     unowned: dict[Shape, tuple[str, ...]] = field(default_factory=dict)
+    flying: dict[Shape, tuple[tuple[InFlight, bool], ...]] = field(default_factory=dict)
 
     def keep(self) -> frozenset[str]:
         """The free nodes within each shape's stock, cheapest first: kept past their idle TTL."""
@@ -156,24 +161,49 @@ def standby(snapshot: Snapshot, cost: CostModel, params: StandbyParams) -> Stand
         for n in sorted(snapshot.cloud_nodes, key=lambda n: n.node_id):
             if n.exclusive and n.for_job is None and _shape(n.offering) in stock:
                 unowned[_shape(n.offering)] = (*unowned.get(_shape(n.offering), ()), n.node_id)
-    return Standby(stock, free, next_change, unowned=unowned)
+    return Standby(stock, free, next_change, unowned=unowned, flying=_stock_in_flight(snapshot, stock))
+
+
+def _stock_in_flight(snapshot: Snapshot, stock: dict[Shape, tuple[int, Offering]]) -> dict[Shape, tuple[
+        tuple[InFlight, bool], ...]]:
+    """Per stocked shape, the stock launches in flight (exclusive, for no job), by request id, each with
+    whether it may be asked again: a launch with nodes listed (a retry's ``-rN`` among them) is made
+    again whole by the reconciler itself, and one to a blocked offering would fail."""
+    flights = [f for f in snapshot.in_flight if f.exclusive and f.job_id is None and _shape(f.offering) in stock]
+    listed = {n.request_id for n in snapshot.cloud_nodes} if flights else set()
+    out: dict[Shape, tuple[tuple[InFlight, bool], ...]] = {}
+    for f in flights:
+        again = f.offering.key not in snapshot.blocked_offerings and not any(
+            r == f.request_id or r.startswith(f"{f.request_id}-r") for r in listed)
+        out[_shape(f.offering)] = (*out.get(_shape(f.offering), ()), (f, again))
+    return out
 
 
 def stock_launches(sb: Standby, boot_s: float) -> list[Launch]:
-    """Launches that bring each shape's free nodes (after this pass's holds) up to its stock. The
-    request id names no instant: while a launch's nodes are unseen (reply lost, listed late) the
-    next pass sends it again under the same id; once seen, they change ``unowned`` and so the id."""
+    """Launches that bring each shape's free nodes (after this pass's holds) and stock launches in
+    flight up to its stock. A launch in flight is asked again, under its id, while the stock wants
+    all of it. A new launch's request id names no instant: while its nodes are unseen (reply lost,
+    listed late) the next pass sends it again under the same id; once seen, they change ``unowned``
+    and so the id (which names the launches in flight beside it too)."""
     out: list[Launch] = []
     for (model, gpus), (k, offering) in sorted(sb.stock.items()):
         have = sum(1 for n in sb.free if _shape(n.offering) == (model, gpus))
-        if have >= k:
-            continue
+        flying = sb.flying.get((model, gpus), ())
         count = k - have
+        reason = (f"standby: {k} x {model or 'any'} {gpus}-GPU node(s) kept warm for jobs bursting now "
+                  f"({have} free{f', {sum(f.count for f, _ in flying)} on the way' if flying else ''}); "
+                  "a boot's wait costs more than a node idling between them")
+        for f, again in flying:
+            if again and f.count <= count:
+                out.append(Launch(f.offering, f.count, f"{reason}; asked again, its reply lost", f.request_id,
+                                  est_hours=boot_s / 3600.0, exclusive=True))
+            count -= f.count
+        if count <= 0:
+            continue
         out.append(Launch(
-            offering=offering, count=count, exclusive=True,
-            request_id=request_id("standby", offering.key, count, *sb.unowned.get((model, gpus), ())),
-            reason=(f"standby: {k} x {model or 'any'} {gpus}-GPU node(s) kept warm for jobs bursting now "
-                    f"({have} free); a boot's wait costs more than a node idling between them"),
+            offering=offering, count=count, exclusive=True, reason=reason,
+            request_id=request_id("standby", offering.key, count, *sb.unowned.get((model, gpus), ()),
+                                  *(f.request_id for f, _ in flying)),
             est_hours=boot_s / 3600.0,
         ))
     return out

@@ -78,8 +78,7 @@ def test_a_retry_in_flight_shows_under_the_id_the_policy_planned_and_the_time_it
     the same launch. One a restart found (no send recorded) dates from the pass that found it."""
     w = World()
     w.rec.state.failed_requests["rq-b"] = 1
-    w.rec.state.put_intent(Launch(CHEAP, 2, "burst b", "rq-b-r1", job_id="b", team="ml"))
-    w.rec.nodes.sent("rq-b-r1", T0 - timedelta(seconds=30))
+    w.rec.state.put_intent(Launch(CHEAP, 2, "burst b", "rq-b-r1", job_id="b", team="ml"), T0 - timedelta(seconds=30))
     w.rec.state.put_intent(Launch(CHEAP, 1, "burst c", "rq-c-r1", job_id="c"))  # -r1 of no retry: its own id
     w.rec.nodes.expire_intents(T0)
     assert w.rec.nodes.in_flight(T0) == (InFlight("rq-b", CHEAP, 2, T0 - timedelta(seconds=30), "b", "ml"),
@@ -100,12 +99,10 @@ def test_an_intent_asked_again_after_it_was_answered_dates_from_its_new_send() -
     id (the cloud answers it with its live nodes), it is not taken as in flight since the first."""
     w = World()
     launch = Launch(CHEAP, 1, "burst b", "rq-b", job_id="b")
-    w.rec.state.put_intent(launch)
-    w.rec.nodes.sent("rq-b", T0)
+    w.rec.state.put_intent(launch, T0)
     w.rec.state.clear_intent("rq-b")
     w.rec.nodes.expire_intents(T0 + timedelta(seconds=10))
-    w.rec.state.put_intent(launch)
-    w.rec.nodes.sent("rq-b", T0 + timedelta(seconds=20))
+    w.rec.state.put_intent(launch, T0 + timedelta(seconds=20))
     (flight,) = w.rec.nodes.in_flight(T0 + timedelta(seconds=20))
     assert flight.asked_at == T0 + timedelta(seconds=20)
 

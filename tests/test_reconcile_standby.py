@@ -88,3 +88,29 @@ def test_a_stock_launch_whose_reply_was_lost_is_not_launched_again_while_its_nod
     standby = [r for r in rec.state.live() if r.request_id == launch.request_id]
     assert [r.node_id for r in rec.state.live()] == ["fake-000001", "fake-000002", "fake-000003", "fake-000004"]
     assert len(standby) == 1 and standby[0].exclusive  # one node for a stock of one, not two
+
+
+def test_a_stock_that_grows_while_its_launch_is_in_flight_is_not_launched_whole_again() -> None:
+    """A fourth start grows the stock to two while the stock launch's reply is lost: that launch is
+    asked again under its id (the intent keeps ``Launch.exclusive``, so it is stock on the way) and one
+    node is added. Before, the stock launched two under a new id, and the lost one's node idled too."""
+    clock, cloud, rec = world()
+    cloud.lose_next_replies(5)
+    cloud.list_late(["fake-000004"])
+    (launch,) = rec.run_once().plan.launches
+    assert rec.nodes.in_flight(clock.now())[0].exclusive
+    clock.advance(10)
+    job = Demand("j3", 1, T0 - timedelta(minutes=5), 3_600.0, gpu_model="V100")
+    (node,) = cloud.launch(V100, 1, request_id="job-3", labels={"job": "j3", "exclusive": "true"})
+    pool = rec.pool
+    assert isinstance(pool, BusyPool)
+    pool.placements += (Placement(job, (node.node_id,), clock.now(), True, Market.ON_DEMAND, 0.9),)
+    report = rec.run_once()
+    again, added = report.plan.launches
+    assert (again.request_id, again.count, added.count) == (launch.request_id, 1, 1)
+    cloud.list_again()
+    clock.advance(10)
+    assert rec.run_once().plan.launches == ()
+    jobs = {node_id for p in pool.placements for node_id in p.node_ids}
+    stock = sorted(r.node_id for r in rec.state.live() if r.node_id not in jobs)
+    assert stock == ["fake-000004", "fake-000006"]  # two nodes for a stock of two, not three
