@@ -12,6 +12,11 @@ pool is expected to start it before a node could boot), if its deadline slack al
 and a spot run after it; of a budget it uses only the share recent jobs' true / estimated runtimes
 say its estimate keeps (``estimate_scale``). A gang launches all its nodes in one Launch (all or none).
 
+A job with a launch in flight (``Snapshot.in_flight``: its reply lost, its nodes not listed yet) is
+planned that launch again (its offering, so its request id: the guards' replay) while the offering
+is launchable, not a fresh choice beside it; once it is blocked (a capacity error) the job chooses
+anew, and the guards weigh both launches.
+
 Market choice follows Uniform Progress with rework: a spot offering qualifies for a deadline job
 only while the slack covers its expected rework (interruptions x lost work, per gang member) plus
 a changeover and a margin, and it competes at its expected cost plus its deadline risk
@@ -26,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from burster.model import Demand, Market, Node, Offering, PoolNode, QueueKey, Snapshot, queue_key
+from burster.model import Demand, InFlight, Market, Node, Offering, PoolNode, QueueKey, Snapshot, queue_key
 from burster.plan import Launch, request_id
 from policies.cost import CostModel
 from policies.estimates import estimate_scale, runs_long, taken_long
@@ -158,6 +163,10 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     held = held_by_job(snapshot.pool_nodes)
     scale = estimate_scale(snapshot.runtime_ratios, params.defer_quantile) if params.defer_to_budget else 1.0
     long = runs_long(snapshot.runtime_ratios, params.market_quantile)
+    flights: dict[str, list[InFlight]] = {}
+    for f in snapshot.in_flight:
+        if f.job_id is not None:
+            flights.setdefault(f.job_id, []).append(f)
     launches: list[Launch] = []
     for job in projection_order(snapshot.pending):
         if job.job_id in served:
@@ -172,7 +181,8 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         queued_s = (now - (job.queued_at or job.submitted_at)).total_seconds()
         # the pool may not have looked yet, or it will surely start it: it fits and so does the queue
         fresh = wait_s == 0.0 and (queued_s < params.stuck_after_s or room.surely_starts(job))
-        offering = None if fresh else choose(job, now, cost, params, book, long, snapshot.runtime_ratios)
+        kept = _in_flight(job, flights, book, cost) if flights and not fresh else None  # its launch, asked again
+        offering = kept or (None if fresh else choose(job, now, cost, params, book, long, snapshot.runtime_ratios))
         deferring = offering is not None and defers(job, waited_s, now, cost, params, offering, scale)
         launch = None if offering is None else _consider(job, offering, deferring, wait_s, waited_s, now, cost,
                                                          params, scale)
@@ -201,6 +211,17 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     if standby is not None and standby.stock:
         launches += stock_launches(standby, cost.p.launch_latency_s)
     return launches
+
+
+def _in_flight(job: Demand, flights: dict[str, list[InFlight]], book: OfferBook, cost: CostModel) -> Offering | None:
+    """The offering of ``job``'s launch in flight while it is launchable (not blocked after a capacity
+    error, its cloud not degraded): launched there again under the same request id, it is that launch
+    asked again, where a fresh choice (prices moved, or a block) would be a second launch beside it."""
+    for f in flights.get(job.job_id, ()):
+        o = book.launchable(f.offering.key)
+        if o is not None and _burst_request_id(job.job_id, job.attempt, o.key, cost.nodes_for(job, o)) == f.request_id:
+            return o
+    return None
 
 
 def _may_take(job: Demand, chosen: Offering, now: datetime, cost: CostModel,

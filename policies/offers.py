@@ -52,6 +52,13 @@ class OfferBook:
         # jobs whose choice stays while this book does (``consolidate._target_holds``)
         self.targets: dict[tuple[str, int, float, object], Offering | None] = {}
         self.bounds: dict[tuple[object, ...], tuple[float, float]] = {}  # consolidation's saving bound lines
+        self._by_key: dict[str, Offering] | None = None
+
+    def launchable(self, key: str) -> Offering | None:
+        """The offering ``key`` names, as this book holds it (today's price), if it is launchable."""
+        if self._by_key is None:
+            self._by_key = {o.key: o for o in self.offerings}
+        return self._by_key.get(key)
 
     def _candidates(self, gpu_model: str) -> Iterable[Offering]:
         return self._by_model.get(gpu_model, ()) if gpu_model else self.offerings
