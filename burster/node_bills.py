@@ -7,10 +7,13 @@ node the pool gives a queued job), the part so far goes to the team it served un
 handed over again (idle time after a job included). Each part is the run's bill at its end less the
 bill at its start, so the parts add up to the one run's bill, its minimum charged once; a spot
 node its cloud takes back free in its first hour ends with a credit of each part, to its team.
+A node a listing ends is billed once the pass has read the pool's placements (``EndsToBill``), so
+a job of another team they show started there before its end takes it over first (``hand_over``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime
@@ -18,8 +21,10 @@ from decimal import Decimal
 
 from burster.billing import billing_rule, interrupted_spot_billed_s
 from burster.budget_period import share_since
-from burster.model import Demand
-from burster.state import LedgerEntry, NodeRecord
+from burster.model import Demand, Placement
+from burster.state import LedgerEntry, MemoryState, NodeRecord
+
+log = logging.getLogger("burster.reconcile")
 
 
 def billed_s(rec: NodeRecord, end: datetime) -> float:
@@ -87,3 +92,47 @@ def handed_over(rec: NodeRecord, job: Demand, at: datetime) -> tuple[LedgerEntry
                  f"{rec.reason}; until job {job.job_id} started there")
     kept = replace(rec, team=job.team, project=job.project, sprint=job.sprint, charged_from=at)
     return (part if part.billed_s > 0 else None), kept
+
+
+def hand_over(state: MemoryState, node_id: str, run: Placement | None, end: datetime | None = None) -> NodeRecord:
+    """The node's record, handed over if ``run``'s job is of another team (project, sprint) and started
+    there (before the node's ``end``): its run so far charged to whom it served, the rest to be the job's."""
+    rec = state.nodes[node_id]
+    if run is None or not serves_another(rec, run.job) or (end is not None and run.started_at >= end):
+        return rec
+    part, kept = handed_over(rec, run.job, run.started_at)
+    log.info("node %s runs job %s of team %r from %s: charged to it from then, to team %r before",
+             node_id, run.job.job_id, kept.team, kept.charged_from, rec.team)
+    if part is not None:
+        state.charge(part)
+    state.update(node_id, team=kept.team, project=kept.project, sprint=kept.sprint, charged_from=kept.charged_from)
+    return state.nodes[node_id]
+
+
+Charge = Callable[[str, datetime], None]
+
+
+class EndsToBill:
+    """Ends of nodes charged only once the pass has read the pool's placements: a job of another
+    team the pool started on a node before its end (the pool notices a node gone late) takes it over
+    first. ``taken_back``: the book's nodes, ending now, that their cloud took back."""
+
+    def __init__(self, taken_back: set[str]) -> None:
+        self._taken_back = taken_back
+        self._ends: list[tuple[str, datetime, bool, Charge]] = []
+
+    def later(self, charge: Charge) -> Charge:
+        """``charge``, put off until ``bill`` (taken back or not as at the node's end)."""
+        def put_off(node_id: str, end: datetime) -> None:
+            self._ends.append((node_id, end, node_id in self._taken_back, charge))
+        return put_off
+
+    def bill(self, first: Callable[[str, datetime], object]) -> None:
+        """Make the charges put off, in order, each after ``first(node_id, end)`` (a hand-over)."""
+        ends, self._ends = self._ends, []
+        for node_id, end, taken_back, charge in ends:
+            first(node_id, end)
+            if taken_back:
+                self._taken_back.add(node_id)
+            charge(node_id, end)
+            self._taken_back.discard(node_id)

@@ -55,6 +55,7 @@ class NodeBook:
         self._views: dict[str, tuple[NodeRecord, str | None, Node]] = {}  # last snapshot's Node per id
         self._intents_seen: dict[str, datetime] = {}  # when a pass first found each launch intent
         self._taken_back: set[str] = set()  # ending now, taken back by the cloud (billed as such)
+        self._unbilled = bills.EndsToBill(self._taken_back)  # ends sync found, charged by bill_ended
         self._orphans_warned: dict[str, int] = {}  # unconfigured provider -> live nodes when last warned
 
     def adopt(self, nodes: Iterable[Node], launch: Launch | None, now: datetime) -> None:
@@ -137,8 +138,9 @@ class NodeBook:
         live node is) unless the controller's terminate of it went through first
         (``terminated_stray``), or to its end if a listing shows it ended; it is a stray a grace
         after its first recorded end, or at once if listings had left it out (taken for gone). What
-        is watched is in the state (``MemoryState.watched``), so a restart keeps it."""
-        records = self.state.nodes
+        is watched is in the state (``MemoryState.watched``), so a restart keeps it. The nodes it ends
+        are charged by ``bill_ended``, once the pool's placements are read."""
+        charge, records = self._unbilled.later(charge), self.state.nodes
         unknown = [n.node_id for ns in listed.values() for n in ns if n.node_id not in records]
         if unknown:
             self.state.recall(unknown)  # a store's records of long-ended nodes, listed again
@@ -301,12 +303,18 @@ class NodeBook:
         return {node_id for node_id, notice in self.state.notices.items() if now >= notice.terminate_at + grace
                 and (rec := self.state.nodes.get(node_id)) is not None and rec.state is NodeState.DRAINING}
 
-    def snapshot_nodes(self, now: datetime, running: Sequence[Placement]) -> tuple[Node, ...]:
-        """Live nodes as the policy sees them, in launch order (those adopted from one listing by
-        id); a Node is reused while its record and job hold."""
+    def bill_ended(self, running: Sequence[Placement]) -> None:
+        """Charge the nodes ``sync`` ended, each handed over first to a job of another team that
+        ``running`` (the pool's placements; none if unread) shows started on it before its end."""
         if running is not self._running:
             self._running = running
             self._on = {node_id: p for p in running if p.on_cloud for node_id in p.node_ids}
+        self._unbilled.bill(lambda node_id, end: bills.hand_over(self.state, node_id, self._on.get(node_id), end))
+
+    def snapshot_nodes(self, now: datetime, running: Sequence[Placement]) -> tuple[Node, ...]:
+        """Live nodes as the policy sees them, in launch order (those adopted from one listing by
+        id), after ``bill_ended``; a Node is reused while its record and job hold."""
+        self.bill_ended(running)
         on, views, nodes = self._on, self._views, self.state.nodes
         self._views = fresh = {}
         out = []
@@ -314,8 +322,7 @@ class NodeBook:
             node_id = rec.node_id
             run = on.get(node_id)
             job = run.job.job_id if run is not None else None
-            if run is not None and bills.serves_another(rec, run.job):
-                rec = self._hand_over(rec, run)
+            rec = bills.hand_over(self.state, node_id, run)
             if job is None and rec.idle_since is None and rec.state is NodeState.READY:
                 self.state.update(node_id, idle_since=now)
                 rec = nodes[node_id]
@@ -334,18 +341,6 @@ class NodeBook:
             out.append(view[2])
         out.sort(key=_node_id)
         return tuple(out)
-
-    def _hand_over(self, rec: NodeRecord, run: Placement) -> NodeRecord:
-        """A job of another team (project, sprint) started on the node: its run so far is charged to
-        whom it served, the rest will be to the job's (``burster.node_bills``)."""
-        part, kept = bills.handed_over(rec, run.job, run.started_at)
-        log.info("node %s runs job %s of team %r from %s: charged to it from then, to team %r before",
-                 rec.node_id, run.job.job_id, kept.team, kept.charged_from, rec.team)
-        if part is not None:
-            self.state.charge(part)
-        self.state.update(rec.node_id, team=kept.team, project=kept.project, sprint=kept.sprint,
-                          charged_from=kept.charged_from)
-        return self.state.nodes[rec.node_id]
 
     def accrued_usd_all(self, now: datetime, since: datetime | None = None) -> list[tuple[str, float]]:
         """(team, USD billed so far and not charged yet) of every live node, in launch order; with

@@ -103,9 +103,8 @@ class Reconciler:
             snapshot = self.observe()
         except _PoolUnread as unread:  # no demand to decide on: report it, keep what observe learnt
             log.warning("pool unreadable, nothing decided this pass: %s", unread.err)
-            report = PassReport(unread.now, Plan(), errors=[*self._observe_errors,
-                                                            f"pool unreadable, nothing decided: {unread.err}"],
-                                notes=self._notes)
+            errors = [*self._observe_errors, f"pool unreadable, nothing decided: {unread.err}"]
+            report = PassReport(unread.now, Plan(), errors=errors, notes=self._notes)
             self.record(report)
             return report
         self.state.commit()  # what observe learnt (ends, adoptions, charges) is kept before any call out
@@ -144,6 +143,7 @@ class Reconciler:
             pending, pool_nodes = tuple(self.pool.pending()), tuple(self.pool.nodes())
             history = self.pool.runtime_history()
         except ProviderError as err:
+            self.nodes.bill_ended(())  # the ends sync found are charged as they stand: the pool's jobs unknown
             raise _PoolUnread(now, err) from err
         cloud_nodes = self.nodes.snapshot_nodes(now, running)
         self.blocks.joined(cloud_nodes)

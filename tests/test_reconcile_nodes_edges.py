@@ -65,6 +65,7 @@ class Desk:
 
     def sync(self, now: datetime, *listed: Node, degraded: bool = False) -> None:
         self.book.sync(now, {"fake": list(listed)}, {"fake"} if degraded else set(), self.charge)
+        self.book.bill_ended(())  # the ends it found charged, as the pass does (none of the pool's jobs here)
 
     def intent(self, team: str = "", project: str = "", sprint: str = "") -> Launch:
         launch = Launch(OD, 1, "burst for j", "req-1", job_id="j", team=team, project=project, sprint=sprint)

@@ -39,3 +39,22 @@ def test_a_hand_over_survives_a_restart_and_no_part_is_charged_twice(store_url: 
     kept = SqlState.read(store_url)
     assert [(e.team, e.billed_s) for e in kept.ledger] == [("", 60.0), ("vision", 240.0)]
     assert kept.spent_by_team == pytest.approx({"": float(kept.ledger[0].usd), "vision": float(kept.ledger[1].usd)})
+
+
+def test_a_node_handed_over_in_the_pass_that_ends_it_is_kept_so(store_url: str) -> None:
+    """The pool's new job and the node's end seen in one pass (tests/test_node_bills_ends.py): the
+    ended record, now the job's team's, and both parts are written in that pass's commit."""
+    w = World()
+    first = _on_store(w, store_url)
+    (node,) = w.cloud.launch(CHEAP, 1, request_id="standby-1")
+    w.rec.run_once()  # adopted, for no team
+    w.clock.advance(60)
+    w.pool.submit(Demand("v", 8, w.clock.now(), 3600.0, gpu_model="V100", team="vision"), w.clock.now())
+    assert join_and_start(w.pool, node, "v", w.clock.now()) == ["v"]
+    w.clock.advance(540)
+    w.cloud.end(node.node_id)  # gone from listings before a pass saw the job
+    w.rec.run_once()
+    first.close()
+    kept = SqlState.read(store_url)
+    assert [(e.team, e.billed_s) for e in kept.ledger] == [("", 60.0), ("vision", 540.0)]
+    assert (kept.nodes[node.node_id].team, kept.is_live(node.node_id)) == ("vision", False)
