@@ -60,6 +60,7 @@ def guard_params(config: BursterConfig) -> GuardParams:
         max_nodes=g.max_nodes, max_launches_per_minute=g.max_launches_per_minute,
         protected_node_ids=frozenset(g.protected_node_ids), idle_ttl_s=config.policy.idle_ttl_s,
         boot_s=config.cost.launch_latency_s, stop_grace_s=checkpoint_due_s(config.cost.checkpoint_write_s),
+        checkpoint_write_s=config.cost.checkpoint_write_s,
     )
 
 

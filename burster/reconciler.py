@@ -244,7 +244,7 @@ class Reconciler:
                     for node_id in action.node_ids:
                         self._drain_and_terminate(node_id, action.reason)
                 elif isinstance(action, Checkpoint):
-                    self._checkpoint(action)
+                    self._checkpoint(action, snapshot.now)
                 elif isinstance(action, Drain):
                     self.pool.drain(action.node_id)
                     self.nodes.mark(action.node_id, NodeState.DRAINING)
@@ -338,14 +338,15 @@ class Reconciler:
             except ProviderError as failed:
                 err.args = (f"{err}; giving back {n.node_id} failed (tried again next pass): {failed}",)
 
-    def _checkpoint(self, a: Checkpoint) -> None:
+    def _checkpoint(self, a: Checkpoint, now: datetime) -> None:
         rec = self.state.nodes.get(a.node_id)
         if rec is None or a.node_id in self.state.tickets:
             return
+        if a.deadline <= now:  # due already: no time to write one (``policies.budget_stop``), drained now
+            return self._drain_and_terminate(a.node_id, a.reason)
         ticket = self.pool.checkpoint(a.node_id, a.deadline)  # first: if it fails, the node stays as it was
         self.nodes.mark(a.node_id, NodeState.CHECKPOINTING)
-        # a job gone before the call leaves a ticket naming none: it stays the asked job's, so one the
-        # pool starts there next is not checkpointed in its place (the poll calls the checkpoint off)
+        # a ticket naming no job (it left first) stays the asked job's: the poll calls it off for the next
         self.state.tickets[a.node_id] = ticket if ticket.job_id else replace(ticket, job_id=a.job_id)
 
     def _drain_and_terminate(self, node_id: str, reason: str) -> None:

@@ -26,6 +26,7 @@ from datetime import datetime
 
 from burster.model import Snapshot
 from burster.plan import Action, Plan
+from policies.budget_stop import enforce_budget, enforce_team_budgets
 from policies.burst import BurstParams, burst
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
@@ -34,8 +35,6 @@ from policies.guards import (
     GuardParams,
     NodeRoom,
     apply_guards,
-    enforce_budget,
-    enforce_team_budgets,
     may_reshape,
     one_per_node,
     wanted_until_all,

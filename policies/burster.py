@@ -10,6 +10,7 @@ from functools import partial
 
 from burster.model import Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan
+from policies.budget_stop import enforce_budget, enforce_team_budgets
 from policies.burst import BurstParams, burst
 from policies.consolidate import consolidate
 from policies.cost import CostModel
@@ -20,8 +21,6 @@ from policies.guards import (
     GuardParams,
     NodeRoom,
     apply_guards,
-    enforce_budget,
-    enforce_team_budgets,
     may_reshape,
     node_ends_s,
     one_per_node,

@@ -19,13 +19,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TypeVar
 
 from burster.lifecycle import LIVE_STATES, PENDING_STATES, NodeState
-from burster.model import JobClass, Node, PoolNode, Snapshot
-from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate, request_id
-from policies.budget_room import BudgetRoom, in_flight_burn, per_period
+from burster.model import JobClass, PoolNode, Snapshot
+from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan, Preempt, Terminate
+from policies.budget_room import BudgetRoom
 
 A = TypeVar("A", bound=Action)
 
@@ -40,6 +40,7 @@ class GuardParams:
     protected_node_ids: frozenset[str] = frozenset()
     idle_ttl_s: float = 300.0
     stop_grace_s: float = 120.0  # how long a budget stop waits for a checkpoint (app: cost.checkpoint_due_s)
+    checkpoint_write_s: float = 60.0  # a checkpoint's write (``CostParams.checkpoint_write_s``)
     boot_s: float = 180.0  # a launch's expected boot and join (``CostParams.launch_latency_s``)
 
 
@@ -304,64 +305,6 @@ def _refuse_launch(a: Launch, p: GuardParams, budgets: BudgetRoom, live: int, la
     if launched + a.count > p.max_launches_per_minute:
         return f"launch rate limit {p.max_launches_per_minute}/min reached"
     return budgets.refuse(launch_usd(a), a.count * a.offering.price_per_hour_usd, a.offering.market, a.team)
-
-
-_LEAVING = frozenset({NodeState.CHECKPOINTING, NodeState.DRAINING, NodeState.TERMINATING})
-
-
-def enforce_budget(snapshot: Snapshot, params: GuardParams, tick_s: float) -> list[Action]:
-    """When spend plus the burn until nodes can be stopped (a tick, plus ``stop_grace_s`` for a
-    checkpoint) would pass the hard budget, stop the burn: checkpoint busy nodes (deadline: the
-    grace) and terminate idle ones, most expensive first, until it fits."""
-    if params.total_budget_usd is None:
-        return []
-    return _stop_burn(snapshot, params, tick_s, "hard budget", params.total_budget_usd,
-                      snapshot.spend.total_usd, _live_by_price(snapshot), in_flight_burn(snapshot))
-
-
-def enforce_team_budgets(snapshot: Snapshot, params: GuardParams, tick_s: float,
-                         stopping: Iterable[Action] = ()) -> list[Action]:
-    """``enforce_budget`` for each team's hard budget: its own spend and its own nodes (those
-    ``stopping`` stops already are left out, their burn not counted)."""
-    if not params.team_budget_usd:
-        return []
-    stopped = {i for a in stopping for i in (a.node_ids if isinstance(a, Terminate) else
-                                             (a.node_id,) if isinstance(a, Checkpoint) else ())}
-    live = [n for n in _live_by_price(snapshot) if n.node_id not in stopped]
-    spent = dict(snapshot.spend.by_team_usd)
-    out: list[Action] = []
-    for team, budget in sorted(params.team_budget_usd.items()):
-        out += _stop_burn(snapshot, params, tick_s, f"team {team}'s hard budget", budget, spent.get(team, 0.0),
-                          [n for n in live if n.team == team], in_flight_burn(snapshot, team))
-    return out
-
-
-def _live_by_price(snapshot: Snapshot) -> list[Node]:
-    return sorted((n for n in snapshot.cloud_nodes if n.state in LIVE_STATES),
-                  key=lambda n: (-n.offering.price_per_hour_usd, n.node_id))
-
-
-def _stop_burn(snapshot: Snapshot, params: GuardParams, tick_s: float, what: str, budget: float, spent: float,
-               live: list[Node], unstoppable_per_h: float) -> list[Action]:
-    """Stop ``live`` nodes, dearest first, until the burn over the stop's horizon fits ``budget``;
-    ``unstoppable_per_h``: the burn of launches in flight, which no action reaches until listed."""
-    horizon_s = tick_s + 2 * params.stop_grace_s
-    burn_per_h = sum(n.offering.price_per_hour_usd for n in live) + unstoppable_per_h
-    over = spent + burn_per_h * horizon_s / 3600.0 - budget
-    out: list[Action] = []
-    for n in live:
-        if over <= 0:
-            break
-        if n.node_id in params.protected_node_ids or n.protected or n.state in _LEAVING:
-            continue
-        reason = f"{what} ${budget:,.2f}{per_period(snapshot.spend.period)} reached: stop {n.node_id}"
-        if n.busy and n.job_id:
-            out.append(Checkpoint(n.node_id, n.job_id, snapshot.now + timedelta(seconds=params.stop_grace_s),
-                                  reason))
-        else:
-            out.append(Terminate((n.node_id,), reason=reason, request_id=request_id("budget", n.node_id)))
-        over -= n.offering.price_per_hour_usd * horizon_s / 3600.0
-    return out
 
 
 def one_per_node(actions: list[Action], reserved: Iterable[PoolNode] = ()) -> list[Action]:

@@ -88,3 +88,33 @@ def test_a_checkpoint_still_within_its_deadline_is_waited_for_without_a_note() -
     report = w.rec.run_once()
     assert w.rec.state.nodes[node_id].state is NodeState.CHECKPOINTING and node_id in w.rec.state.tickets
     assert not [n for n in report.notes if "timed out" in n]
+
+
+class CheckpointDueNow(CheckpointOnce):
+    """A Checkpoint due at once (``policies.budget_stop``: a run younger than a checkpoint write)."""
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        plan = self.inner.decide(snapshot)  # type: ignore[attr-defined]
+        if self.ask is None:
+            return plan
+        (node_id, job_id), self.ask = self.ask, None
+        return Plan(actions=(*plan.actions, Checkpoint(node_id, job_id, snapshot.now, reason="stop: no write")))
+
+
+def test_a_checkpoint_due_at_once_drains_and_terminates_in_the_same_pass() -> None:
+    """No ticket and no wait for a write there is no time for: the job requeues and the node ends now."""
+    w = World()
+    policy = CheckpointDueNow(w.rec.policy)
+    w.rec.policy = policy  # type: ignore[assignment]
+    w.job("a", hours=5)
+    w.job("b", hours=1)
+    w.rec.run_once()
+    (node,) = w.cloud.list_nodes()
+    assert join_and_start(w.pool, node, "b", w.clock.now()) == ["b"]
+    w.clock.advance(10)
+    policy.ask = (node.node_id, "b")
+    report = w.rec.run_once()
+    assert not report.errors and node.node_id not in w.rec.state.tickets
+    assert w.rec.state.nodes[node.node_id].state is NodeState.TERMINATED
+    assert w.rec.state.nodes[node.node_id].ended_at == w.clock.now()
+    assert "b" in {d.job_id for d in w.pool.pending()}

@@ -10,7 +10,8 @@ from datetime import timedelta
 from burster.lifecycle import NodeState
 from burster.model import Market, Node, Snapshot, Spend
 from burster.plan import Hold, Launch, Plan, Terminate
-from policies.guards import GuardParams, apply_guards, enforce_budget, enforce_team_budgets
+from policies.budget_stop import enforce_budget, enforce_team_budgets
+from policies.guards import GuardParams, apply_guards
 from tests.policies.test_guards import NOW, OD, SPOT
 
 DEAR = replace(OD, instance_type="p3.16xlarge", price_per_hour_usd=36.0)  # $2.60 over the 260 s reach

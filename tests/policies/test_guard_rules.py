@@ -9,7 +9,8 @@ from datetime import timedelta
 from burster.lifecycle import NodeState
 from burster.model import Node, PoolNode, Snapshot, Spend
 from burster.plan import Drain, Launch, Plan, Terminate
-from policies.guards import GuardParams, apply_guards, enforce_budget
+from policies.budget_stop import enforce_budget
+from policies.guards import GuardParams, apply_guards
 from tests.policies.test_guards import NOW, OD, SPOT
 
 

@@ -32,6 +32,7 @@ import pytest
 from burster.lifecycle import NodeState
 from burster.model import Demand, JobClass, Market, Node, Offering, Placement, PoolNode, Snapshot, Spend
 from burster.plan import Checkpoint, Hold, Launch, Plan, Preempt, Terminate, request_id
+from policies.budget_stop import enforce_budget, enforce_team_budgets
 from policies.burst import BurstParams
 from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel, CostParams
@@ -40,8 +41,6 @@ from policies.guards import (
     NodeRoom,
     apply_guards,
     committed_usd,
-    enforce_budget,
-    enforce_team_budgets,
     may_reshape,
     node_ends_s,
     wanted_until_all,

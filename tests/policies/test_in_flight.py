@@ -12,13 +12,12 @@ import pytest
 from burster.lifecycle import NodeState
 from burster.model import Demand, InFlight, Node, Snapshot, Spend
 from burster.plan import Checkpoint, Launch, Plan
+from policies.budget_stop import enforce_budget, enforce_team_budgets
 from policies.guards import (
     GuardParams,
     NodeRoom,
     apply_guards,
     committed_usd,
-    enforce_budget,
-    enforce_team_budgets,
     live_nodes,
 )
 from tests.policies.test_guards import NOW, OD

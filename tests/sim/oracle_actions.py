@@ -121,6 +121,26 @@ def handed_usd_by_team(seen: Observed, upto: datetime) -> dict[str, float]:
     return out
 
 
+def pool_slips_usd(seen: Observed, now: datetime, period: str, tick_s: float) -> dict[str, float]:
+    """By team, in the budget period, the bill of each run the pool itself started for the team's job on
+    a node serving another team (not handed by the controller: no Hold) up to the node's end, where that
+    came within a pass (``tick_s``): what a team at its hard budget may run past it, the stop ending such
+    a run at the first pass after it, no checkpoint written (docs/policy.md, Guards)."""
+    from tests.sim.oracle_checks import _in_period, node_parts, period_began, runs_on_nodes
+
+    since, handed = period_began(period, now), {(c.node_id, c.job_id) for c in handed_nodes(seen) if c.at <= now}
+    runs, jobs = runs_on_nodes(seen), {j.job_id: j for j in seen.jobs}
+    out: dict[str, float] = defaultdict(float)
+    for n in seen.nodes.values():
+        on = runs.get(n.node_id, ())
+        started = {(g.start, jobs[g.job_id].team): g.job_id for g in on}
+        for team, start, end, usd in node_parts(n, now, on, jobs)[1:] if n.launched_at <= now else ():
+            job = started.get((start, team))
+            if job is not None and (n.node_id, job) not in handed and (end - start).total_seconds() <= tick_s:
+                out[team] += _in_period(usd, start, end, since)
+    return out
+
+
 def check_reserved_holds(seen: Observed, *, exact_estimates: bool) -> list[str]:
     """Holds of reserved nodes, replayed: the pool takes one for a queued job or one running on the
     cloud; it lasts until the job starts on-prem (landed, on each held node it starts on) or finishes,

@@ -15,8 +15,8 @@ from typing import Any
 
 from burster.model import JobClass, Market
 from burster.reconciler import PassReport
-from tests.sim.oracle_actions import check_handoffs, check_preemptions, check_reserved_holds
-from tests.sim.oracle_observe import CloudNode, Observed, Segment
+from tests.sim.oracle_actions import check_handoffs, check_preemptions, check_reserved_holds, pool_slips_usd
+from tests.sim.oracle_observe import TICK_S, CloudNode, Observed, Segment
 
 USD_TOL = 1e-6  # per ledger entry (quantized to micro-dollars)
 S_TOL = 1e-5  # seconds (datetimes hold microseconds)
@@ -264,7 +264,9 @@ def billed_in_period(seen: Observed, now: datetime, period: str) -> dict[str, fl
 
 def budget_per_pass(total_usd: float | None, team_usd: dict[str, float], period: str = "all") -> Any:
     """A ``per_pass`` check: at every pass neither the ledger nor what the clouds billed so far
-    (nodes still up included) passes the hard budgets in the budget period."""
+    (nodes still up included) passes the hard budgets in the budget period; a team's, less the runs
+    the pool started for it on other teams' nodes that the stop ended within a pass
+    (``pool_slips_usd``)."""
 
     def check(seen: Observed, report: PassReport) -> list[str]:
         now = report.now
@@ -272,12 +274,17 @@ def budget_per_pass(total_usd: float | None, team_usd: dict[str, float], period:
         charged: dict[str, float] = defaultdict(float)
         for e in seen.sim.reconciler.state.ledger:
             charged[e.team] += _in_period(float(e.usd), e.start, e.end, since)
+        billed = billed_in_period(seen, now, period)
+        slipped: dict[str, float] = {}
+        if any(spent[t] > b + 1e-6 for spent in (charged, billed) for t, b in team_usd.items()):
+            slipped = pool_slips_usd(seen, now, period, TICK_S)  # only then: it reads every node's runs
         out = []
-        for what, spent in (("ledger", charged), ("cloud bill", billed_in_period(seen, now, period))):
+        for what, spent in (("ledger", charged), ("cloud bill", billed)):
             if total_usd is not None and sum(spent.values()) > total_usd + 1e-6:
                 out.append(f"{now}: {what} ${sum(spent.values()):.2f} past the hard budget ${total_usd:.2f}")
             out += [f"{now}: team {t}'s {what} ${spent[t]:.2f} past its budget ${b:.2f}"
-                    for t, b in team_usd.items() if spent[t] > b + 1e-6]
+                    + (f" (${slipped[t]:.2f} of it runs the pool started, ended within a pass)" if t in slipped else "")
+                    for t, b in team_usd.items() if spent[t] - slipped.get(t, 0.0) > b + 1e-6]
         return out
     return check
 

@@ -13,9 +13,9 @@ import pytest
 from burster.app import DEMO_TRACE
 from burster.config import parse_config
 from burster.traces import Trace, load_trace
-from tests.sim.oracle_actions import handed_nodes, handed_usd_by_team
+from tests.sim.oracle_actions import handed_nodes, handed_usd_by_team, pool_slips_usd
 from tests.sim.oracle_checks import all_checks, budget_per_pass, period_began
-from tests.sim.oracle_observe import observe_simulation
+from tests.sim.oracle_observe import TICK_S, observe_simulation
 
 DEMO = load_trace(DEMO_TRACE, "philly")
 HANDING = {"pool": {"nodes": 10}, "policy": {"exclusive_nodes": True, "standby": True}}
@@ -71,3 +71,20 @@ def test_a_team_budget_counts_the_hours_of_nodes_handed_to_its_jobs() -> None:
     spent = handed_usd_by_team(seen, seen.stop)  # its handed jobs' hours alone, to their teams
     assert {t: round(spent[t], 2) for t in teams if spent[t] > teams[t] + 1e-6} == {}
     assert all_checks(seen) == []
+
+
+def test_runs_the_pool_starts_for_a_team_at_its_budget_end_within_a_pass() -> None:
+    """Found by fuzzing configs through this oracle: non-exclusive nodes, teams of $2.00 a day, writes of
+    300 s. The pool gave other teams' idle nodes to the queued jobs of a team at its budget, the bill
+    the team's from each start, and the stop gave each run its checkpoint grace: vc_0e4a51 billed $3.17
+    on its $2.00. A run younger than a checkpoint write is now stopped without one (policies/budget_stop.py):
+    past its budget a team runs only such starts, each ended within a pass."""
+    teams = {"vc_0e4a51": 2.0, "vc_2869ce": 2.0, "vc_11cb48": 10.0}
+    raw = {"pool": {"nodes": 8, "requeue": "back"}, "cost": {"launch_latency_sigma": 0.0, "checkpoint_write_s": 300},
+           "policy": {"hold_nodes": False, "preempt_onprem": False, "idle_ttl_s": 60},
+           "budget": {"period": "day", "team_usd": teams}}
+    seen = observe_simulation(parse_config(raw), DEMO, seed=26, days=1.0, start_day=3.0, hours=24.0,
+                              per_pass=budget_per_pass(None, teams, "day"))
+    assert all_checks(seen) == []
+    slipped = pool_slips_usd(seen, seen.stop, "all", TICK_S)  # such starts, each ended within a pass
+    assert slipped["vc_0e4a51"] > 0.0 and slipped["vc_2869ce"] > 0.0
