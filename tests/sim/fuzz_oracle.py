@@ -1,0 +1,102 @@
+"""Random controller configs run through the accounting oracle: each seed draws a pool, the policy's
+switches, guards, budgets (global and per team, by period), a window of the bundled demo trace and
+an estimate error, simulates it and runs every oracle check (``all_checks``, the hard budgets at
+every pass). It found the budget stop's gap in policies/budget_stop.py.
+
+    python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json]
+
+One line per seed: ``ok`` or the config, then the first findings; exit status 1 if any seed found one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from burster.app import DEMO_TRACE
+from burster.config import parse_config
+from burster.traces import Trace, load_trace
+from tests.sim.oracle_checks import all_checks, budget_per_pass
+from tests.sim.oracle_observe import observe_simulation
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One seed's config (``burster.toml``'s keys), estimate error and window start (days into the trace)."""
+
+    seed: int
+    raw: dict[str, Any]
+    sigma: float
+    start_day: float
+
+
+def draw(seed: int, teams: list[str]) -> Draw:
+    r = random.Random(seed)
+    exclusive = r.random() < 0.4
+    raw: dict[str, Any] = {
+        "pool": {"nodes": r.choice([4, 8, 12, 18, 24]), "order": r.choice(["start_by", "submission"]),
+                 "requeue": r.choice(["submission", "back"])},
+        "policy": {"exclusive_nodes": exclusive, "standby": exclusive and r.random() < 0.5,
+                   "prewarm": r.random() < 0.5, "hold_nodes": r.random() < 0.7, "preempt_onprem": r.random() < 0.7,
+                   "consolidate": r.random() < 0.7, "defer_to_budget": r.random() < 0.7,
+                   "idle_ttl_s": r.choice([0, 60, 300, 1800])},
+        "guards": {"max_nodes": r.choice([4, 16, 256]), "max_launches_per_minute": r.choice([2, 60])},
+        "cost": {"launch_latency_sigma": r.choice([0.0, 0.25]), "checkpoint_write_s": r.choice([30, 60, 300])},
+    }
+    budget: dict[str, Any] = {"period": r.choice(["all", "day", "week"])}
+    if r.random() < 0.5:
+        budget["total_usd"] = r.choice([20.0, 60.0, 150.0])
+    budget["team_usd"] = {t: r.choice([2.0, 5.0, 10.0]) for t in r.sample(teams, 3)} if r.random() < 0.5 else {}
+    raw["budget"] = budget
+    return Draw(seed, raw, r.choice([0.0, 0.0, 0.5]), r.choice([0.0, 1.0, 2.0, 3.0, 4.0]))
+
+
+def findings(d: Draw, trace: Trace, hours: float | None) -> list[str]:
+    """Every oracle check's findings for one draw (an exception is one)."""
+    b = d.raw["budget"]
+    try:
+        seen = observe_simulation(parse_config(d.raw), trace, seed=d.seed, days=1.0, start_day=d.start_day,
+                                  estimate_error=d.sigma, hours=hours,
+                                  per_pass=budget_per_pass(b.get("total_usd"), b["team_usd"], b["period"]))
+    except Exception:  # a crash is a finding, reported with its traceback
+        return [traceback.format_exc()]
+    return all_checks(seen)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.sim.fuzz_oracle", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", default="0:20", help="FIRST:END (END excluded), default 0:20")
+    ap.add_argument("--hours", type=float, default=None, help="stop this long after the window opens "
+                    "(default: once the window's jobs are done)")
+    ap.add_argument("--json", action="store_true", help="one JSON object per seed")
+    a = ap.parse_args(argv)
+    first, _, end = a.seeds.partition(":")
+    if not (first.isdigit() and end.isdigit() and int(first) < int(end)):
+        ap.error(f"--seeds {a.seeds!r}: give FIRST:END, two whole numbers, FIRST below END (e.g. 0:20)")
+    trace = load_trace(DEMO_TRACE, "philly")
+    teams = sorted({j.team for j in trace.jobs if j.team})
+    failed = 0
+    for seed in range(int(first), int(end)):
+        d, t0 = draw(seed, teams), time.monotonic()
+        found = findings(d, trace, a.hours)
+        failed += bool(found)
+        if a.json:
+            wall_s = round(time.monotonic() - t0, 1)
+            print(json.dumps({"seed": seed, "ok": not found, "config": d.raw, "estimate_error": d.sigma,
+                              "start_day": d.start_day, "findings": found[:8], "wall_s": wall_s}))
+        else:
+            print(f"seed {seed}: " + ("ok" if not found else f"{len(found)} finding(s) with {json.dumps(d.raw)}, "
+                                      f"estimate error {d.sigma}, start day {d.start_day}"), flush=True)
+            for f in found[:8]:
+                print(f"  {f}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""The fuzzing tool (tests/sim/fuzz_oracle.py): a seed's draw is fixed, a run of it passes every
+oracle check, and a bad ``--seeds`` says what to give."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from burster.app import DEMO_TRACE
+from burster.traces import load_trace
+from tests.sim.fuzz_oracle import draw, main
+
+TEAMS = sorted({j.team for j in load_trace(DEMO_TRACE, "philly").jobs if j.team})
+
+
+def test_a_seeds_draw_is_the_same_every_time_and_seeds_differ() -> None:
+    assert draw(5, TEAMS) == draw(5, TEAMS)
+    assert len({json.dumps(draw(s, TEAMS).raw, sort_keys=True) for s in range(20)}) == 20
+
+
+def test_a_seed_with_global_and_team_budgets_passes_every_check(capsys: pytest.CaptureFixture[str]) -> None:
+    d = draw(5, TEAMS)  # a week's $60 and three teams' budgets, nodes the pool may give any job
+    assert d.raw["budget"]["total_usd"] == 60.0 and len(d.raw["budget"]["team_usd"]) == 3
+    assert main(["--seeds", "5:6", "--hours", "8", "--json"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    got = json.loads(line)
+    assert (got["seed"], got["ok"], got["findings"]) == (5, True, [])
+
+
+@pytest.mark.parametrize("bad", ["3", "5:5", "a:b", "7:2"])
+def test_bad_seeds_say_what_to_give(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--seeds", bad])
+    assert f"--seeds {bad!r}: give FIRST:END, two whole numbers, FIRST below END" in capsys.readouterr().err
