@@ -53,7 +53,7 @@ class NodeBook:
         self._running: Sequence[Placement] | None = None  # the last pool placements seen ...
         self._on: dict[str, Placement] = {}  # ... and the run on each of their cloud nodes
         self._views: dict[str, tuple[NodeRecord, str | None, Node]] = {}  # last snapshot's Node per id
-        self._intents_seen: dict[str, datetime] = {}  # when a pass first found each launch intent
+        self._intents_seen: dict[str, datetime] = {}  # when each launch intent's grace started (expire_intents)
         self._taken_back: set[str] = set()  # ending now, taken back by the cloud (billed as such)
         self._unbilled = bills.EndsToBill(self._taken_back)  # ends sync found, charged by bill_ended
         self._orphans_warned: dict[str, int] = {}  # unconfigured provider -> live nodes when last warned
@@ -212,9 +212,11 @@ class NodeBook:
 
     def expire_intents(self, now: datetime) -> None:
         """Clear a launch intent once listings have shown all its nodes (its reply was lost), and
-        forget one not fully answered for ``listing_grace_s``: its call failed (one that might have
-        launched: a timeout, throttling) and no later pass made it again. A node it did launch that
-        is listed later still is adopted, as this cluster's, untied to a job."""
+        forget one not fully answered for ``listing_grace_s`` since its call was first sent
+        (``MemoryState.sent``, kept in the store, so a restart does not start it again; with none,
+        since a pass first found it): its call failed (one that might have launched: a timeout,
+        throttling) or its nodes never came. A node it did launch that is listed later still is
+        adopted, as this cluster's, untied to a job."""
         seen = self._intents_seen
         for rid in [r for r in seen if r not in self.state.intents]:
             del seen[rid]
@@ -223,7 +225,7 @@ class NodeBook:
         grace = timedelta(seconds=self.listing_grace_s)
         for rid, launch in list(self.state.intents.items()):
             found = self.state.nodes_of_request(rid)
-            if found < launch.count and now - seen.setdefault(rid, now) < grace:
+            if found < launch.count and now - seen.setdefault(rid, self.state.sent.get(rid) or now) < grace:
                 continue
             if found == 0:
                 log.warning("launch %s: no node answered it in %.0fs; forgetting its intent", rid,

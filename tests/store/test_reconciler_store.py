@@ -156,3 +156,31 @@ def test_a_launch_in_flight_dates_from_its_send_across_a_restart(store_url: str)
     (flight,) = w.rec.observe().in_flight
     assert flight.asked_at == sent_at
     assert SqlState.read(store_url).sent == {flight.request_id: sent_at}
+
+
+def test_a_launch_intent_is_forgotten_a_grace_after_its_send_across_a_restart(store_url: str) -> None:
+    """An intent no listing answers is forgotten ``listing_grace_s`` after its call was sent (the send
+    time kept in the store), as ``in_flight`` dates it: a controller rebuilt on the store does not start
+    the grace again at its first pass (before, each restart held the intent, counted by the guards,
+    another grace)."""
+    from burster.reconcile_nodes import LISTING_GRACE_S
+    w = World()
+    first = _on_store(w, store_url)
+    w.job("a")  # takes the only reserved node
+    w.job("b")  # bursts: the launch is made, its reply lost, its node listed late
+    w.cloud.lose_next_replies(10)
+    w.rec.run_once()
+    (node,) = w.cloud.list_nodes()
+    w.cloud.list_late([node.node_id])
+    (rid,) = w.rec.state.intents
+    first.close()
+    w.clock.advance(90)
+    _on_store(w, store_url)  # a new controller on the same store finds it standing
+    w.rec.observe()
+    assert rid in w.rec.state.intents
+    w.clock.advance(LISTING_GRACE_S - 100)  # 10 s short of a grace after the send
+    w.rec.observe()
+    assert rid in w.rec.state.intents
+    w.clock.advance(10)
+    w.rec.observe()  # a grace after the send (the restart's first pass + grace is 90 s on)
+    assert w.rec.state.intents == {} and w.rec.observe().in_flight == ()
