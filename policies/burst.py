@@ -36,7 +36,7 @@ from burster.plan import Launch, request_id
 from policies.cost import CostModel
 from policies.estimates import estimate_scale, runs_long, taken_long
 from policies.late import choose_late, late_by_estimate
-from policies.offers import ANY, OfferBook, offer_book
+from policies.offers import ANY, OfferBook, flights_by_job, kept_in_flight, offer_book
 from policies.queue import ReservedQueue, held_by_job
 from policies.quiet import FOREVER
 from policies.slack import defer_left_s, defers, slack_s, spot_rework_limit, spot_slack_s, wait_budget_s
@@ -163,10 +163,7 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     held = held_by_job(snapshot.pool_nodes)
     scale = estimate_scale(snapshot.runtime_ratios, params.defer_quantile) if params.defer_to_budget else 1.0
     long = runs_long(snapshot.runtime_ratios, params.market_quantile)
-    flights: dict[str, list[InFlight]] = {}
-    for f in snapshot.in_flight:
-        if f.job_id is not None:
-            flights.setdefault(f.job_id, []).append(f)
+    flights = flights_by_job(snapshot)
     launches: list[Launch] = []
     for job in projection_order(snapshot.pending):
         if job.job_id in served:
@@ -214,14 +211,9 @@ def burst(snapshot: Snapshot, cost: CostModel, params: BurstParams,
 
 
 def _in_flight(job: Demand, flights: dict[str, list[InFlight]], book: OfferBook, cost: CostModel) -> Offering | None:
-    """The offering of ``job``'s launch in flight while it is launchable (not blocked after a capacity
-    error, its cloud not degraded): launched there again under the same request id, it is that launch
-    asked again, where a fresh choice (prices moved, or a block) would be a second launch beside it."""
-    for f in flights.get(job.job_id, ()):
-        o = book.launchable(f.offering.key)
-        if o is not None and _burst_request_id(job.job_id, job.attempt, o.key, cost.nodes_for(job, o)) == f.request_id:
-            return o
-    return None
+    """The offering of ``job``'s launch in flight while it is launchable (``kept_in_flight``)."""
+    return kept_in_flight(flights.get(job.job_id, ()), book, lambda o: _burst_request_id(
+        job.job_id, job.attempt, o.key, cost.nodes_for(job, o)))
 
 
 def _may_take(job: Demand, chosen: Offering, now: datetime, cost: CostModel,

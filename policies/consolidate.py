@@ -22,17 +22,18 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, JobClass, Market, Offering, Placement, Snapshot
+from burster.model import Demand, InFlight, JobClass, Market, Offering, Placement, Snapshot
 from burster.plan import Action, Checkpoint, Launch, request_id
 from policies.burst import BurstParams, choose
 from policies.cost import CostModel
 from policies.deadline import holds_gang, launched_for_running
 from policies.guards import NodeRoom, replays
 from policies.late import late_spot_risk_usd
-from policies.offers import OfferBook, offer_book
+from policies.offers import OfferBook, flights_by_job, kept_in_flight, offer_book
 from policies.slack import slack_s, spot_rework_limit
 
 
@@ -57,6 +58,7 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
     opened = room is None or room.open
     flying = frozenset() if opened else frozenset(f.job_id for f in snapshot.in_flight)
     again = frozenset() if opened else replays(snapshot)
+    flights = flights_by_job(snapshot)
     for p in snapshot.running:
         if not p.on_cloud or p.job.job_id in skip_jobs:
             continue
@@ -71,7 +73,7 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         if (opened or p.job.job_id in flying) and _saving_bound(p, current, book, cost, snapshot) > 0:
             candidates.append((p, current))  # (else no offering could pay for a move, or none has room)
     for p, current in sorted(candidates, key=lambda c: (-c[0].price_per_hour_usd, c[0].job.job_id)):
-        launch = _launch_if_it_pays(p, current, cost, params, book, snapshot, wakes)
+        launch = _launch_if_it_pays(p, current, cost, params, book, snapshot, wakes, flights.get(p.job.job_id, ()))
         if launch is None or not (opened or launch.request_id in again):
             continue
         if room is None or room.take(launch):
@@ -80,18 +82,20 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
 
 
 def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params: BurstParams, book: OfferBook,
-                       snapshot: Snapshot, wakes: list[datetime] | None = None) -> Launch | None:
+                       snapshot: Snapshot, wakes: list[datetime] | None = None,
+                       flights: Sequence[InFlight] = ()) -> Launch | None:
+    """A move of ``p`` where it pays: to its move in flight (``flights``: the job's launches in flight)
+    while that is launchable (``kept_in_flight``), else to the burst rule's choice."""
     key = (p.job.job_id, p.job.attempt, p.job.est_runtime_s, params)
-    target = book.targets.get(key, current)
+    kept = kept_in_flight(flights, book, lambda o: _move_id(p.job, o, cost)) if flights else None
+    target = kept or book.targets.get(key, current)
     if target is not None and target.key == current.key and key in book.targets:
         return None  # most passes: the job is already where it would be launched (no Demand built)
     job = p.job_now(snapshot.now)
     slack = slack_s(job, snapshot.now, cost)
     if slack != math.inf and slack - cost.pause_s < params.deadline_margin_s:
         return None  # no room for a changeover: the deadline rules own this job
-    if key in book.targets:
-        target = book.targets[key]
-    else:
+    if kept is None and key not in book.targets:  # (a move in flight stays while it stands: no wake)
         target = choose(job, snapshot.now, cost, params, book)
         if _target_holds(job, snapshot, cost, params):
             book.targets[key] = target
@@ -112,10 +116,14 @@ def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params:
                 f"(${target.price_per_hour_usd:.2f}/h) instead of {current.key} "
                 f"(${current.price_per_hour_usd:.2f}/h) saves ${saved:.2f} over its remaining "
                 f"{job.remaining_s / 3600.0:.1f} h; it moves once the new nodes are up"),
-        request_id=request_id("move", job.job_id, job.attempt, target.key, count),
+        request_id=_move_id(job, target, cost),
         job_id=job.job_id, team=job.team, project=job.project, sprint=job.sprint,
         est_hours=(job.remaining_s + cost.p.launch_latency_s) / 3600.0,
     )
+
+
+def _move_id(job: Demand, target: Offering, cost: CostModel) -> str:
+    return request_id("move", job.job_id, job.attempt, target.key, cost.nodes_for(job, target))
 
 
 def spot_qualifies_at(job: Demand, now: datetime, cost: CostModel, params: BurstParams,

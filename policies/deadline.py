@@ -19,11 +19,11 @@ import functools
 from collections.abc import Iterable
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, JobClass, Market, Node, Offering, Placement, Snapshot
+from burster.model import Demand, InFlight, JobClass, Market, Node, Offering, Placement, Snapshot
 from burster.plan import Action, Checkpoint, Launch, Terminate, request_id
 from policies.cost import CostModel
 from policies.late import late_stays_on_spot
-from policies.offers import ON_DEMAND_ONLY, OfferBook, offer_book
+from policies.offers import ON_DEMAND_ONLY, OfferBook, flights_by_job, kept_in_flight, offer_book
 
 
 def handle_interruptions(snapshot: Snapshot) -> list[Action]:
@@ -64,6 +64,7 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
     out: list[Action] = []
     launched: dict[str, list[Node]] | None = None
     book: OfferBook | None = None
+    flights = flights_by_job(snapshot)
     offering_of = {n.node_id: n.offering for n in snapshot.cloud_nodes} if price_risk else {}
     on_spot = [p for p in snapshot.running if p.on_cloud and p.market is Market.SPOT]
     for p in sorted(on_spot, key=lambda p: p.job.job_id):
@@ -81,7 +82,7 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
             if not price_risk or (spot := offering_of.get(p.node_ids[0])) is None:
                 continue
             book = book or offer_book(snapshot, cost)
-            target = book.best(job, ON_DEMAND_ONLY)
+            target = _on_demand(job, book, flights, cost)
             # priced on the placement's whole run and its slack, both fixed while it runs: the same answer
             # at every pass (memoized), and no float drift from the clock
             run_slack = job.deadline.timestamp() - p.ends_at_ts
@@ -97,7 +98,7 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
         if price_late and not any(n.offering.market is Market.ON_DEMAND for n in mine) \
                 and job.deadline.timestamp() < p.ends_at_ts and (spot := _spot_of(snapshot, p)) is not None:
             book = book or offer_book(snapshot, cost)
-            target = target or book.best(job, ON_DEMAND_ONLY)
+            target = target or _on_demand(job, book, flights, cost)
             if target is None or late_stays_on_spot(p, spot, target, changeover, snapshot.runtime_ratios, cost):
                 continue  # late by its estimate either way: on-demand would buy no more than it costs
         to_spot = tuple(sorted(n.node_id for n in mine if n.offering.market is not Market.ON_DEMAND))
@@ -110,7 +111,7 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
                 out += _checkpoints(p, snapshot, cost, f"{why}: its on-demand nodes are up, move it there")
             continue  # its nodes are booting (or being moved onto): wait for them
         book = book or offer_book(snapshot, cost)
-        target = target or book.best(job, ON_DEMAND_ONLY)
+        target = target or _on_demand(job, book, flights, cost)
         if target is None:
             out += _checkpoints(p, snapshot, cost, f"{why}: no on-demand offering launchable, checkpoint and requeue")
             continue
@@ -118,11 +119,22 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
         out.append(Launch(
             offering=target, count=count,
             reason=f"{why}: launch {count} x {target.key} for it; it moves once they are up",
-            request_id=request_id("switch", job.job_id, job.attempt, target.key, count),
+            request_id=_switch_id(job, target, cost),
             job_id=job.job_id, team=job.team, project=job.project, sprint=job.sprint,
             est_hours=(p.remaining_s(snapshot.now) + cost.p.launch_latency_s) / 3600.0,
         ))
     return out
+
+
+def _switch_id(job: Demand, target: Offering, cost: CostModel) -> str:
+    return request_id("switch", job.job_id, job.attempt, target.key, cost.nodes_for(job, target))
+
+
+def _on_demand(job: Demand, book: OfferBook, flights: dict[str, list[InFlight]], cost: CostModel) -> Offering | None:
+    """Where to switch ``job``: its switch in flight while launchable (``kept_in_flight``), else the
+    cheapest on-demand offering."""
+    kept = kept_in_flight(flights.get(job.job_id, ()), book, lambda o: _switch_id(job, o, cost)) if flights else None
+    return kept or book.best(job, ON_DEMAND_ONLY)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -6,7 +6,7 @@ import bisect
 import math
 from collections.abc import Callable, Iterable
 
-from burster.model import Demand, Market, Offering, Snapshot
+from burster.model import Demand, InFlight, Market, Offering, Snapshot
 from policies.cost import CostModel
 
 ShapeKey = tuple[str, int, int, float, frozenset[Market], bool]
@@ -29,6 +29,28 @@ def offer_book(snapshot: Snapshot, cost: CostModel) -> OfferBook:
     _MEMO.clear()
     _MEMO[id(cost)] = (snapshot.offerings, snapshot.blocked_offerings, snapshot.degraded_providers, book)
     return book
+
+
+def flights_by_job(snapshot: Snapshot) -> dict[str, list[InFlight]]:
+    """The launches in flight (``Snapshot.in_flight``) made for a job, by its id."""
+    flights: dict[str, list[InFlight]] = {}
+    for f in snapshot.in_flight:
+        if f.job_id is not None:
+            flights.setdefault(f.job_id, []).append(f)
+    return flights
+
+
+def kept_in_flight(flights: Iterable[InFlight], book: OfferBook,
+                   planned_id: Callable[[Offering], str]) -> Offering | None:
+    """The offering of a launch among ``flights`` while it is launchable (not blocked after a capacity
+    error, withdrawn, its cloud degraded) and the launch planned there (``planned_id``: its request id)
+    is that launch: launched there again it is asked again, where a fresh choice (prices moved) would
+    be a second launch beside it. At this book's price."""
+    for f in flights:
+        o = book.launchable(f.offering.key)
+        if o is not None and planned_id(o) == f.request_id:
+            return o
+    return None
 
 
 class OfferBook:
