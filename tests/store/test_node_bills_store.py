@@ -8,20 +8,27 @@ from datetime import timedelta
 
 import pytest
 
-from burster.model import Demand
+from burster.model import Demand, Node
 from burster.sqlstate import SqlState
 from tests.store.test_reconciler_store import _on_store
 from tests.test_reconciler import CHEAP, World, join_and_start
 
 
-def test_a_hand_over_survives_a_restart_and_no_part_is_charged_twice(store_url: str) -> None:
-    w = World()
+def _standby_running_vision(w: World, store_url: str) -> tuple[SqlState, Node]:
+    """A standby node (no team) adopted by a controller over ``store_url``, running team vision's job v
+    from 60 s on; the store and the node."""
     first = _on_store(w, store_url)
     (node,) = w.cloud.launch(CHEAP, 1, request_id="standby-1")
     w.rec.run_once()  # adopted, for no team
     w.clock.advance(60)
     w.pool.submit(Demand("v", 8, w.clock.now(), 3600.0, gpu_model="V100", team="vision"), w.clock.now())
     assert join_and_start(w.pool, node, "v", w.clock.now()) == ["v"]
+    return first, node
+
+
+def test_a_hand_over_survives_a_restart_and_no_part_is_charged_twice(store_url: str) -> None:
+    w = World()
+    first, node = _standby_running_vision(w, store_url)
     w.clock.advance(60)
     w.rec.run_once()  # handed over at 60 s
     first.close()
@@ -45,12 +52,7 @@ def test_a_node_handed_over_in_the_pass_that_ends_it_is_kept_so(store_url: str) 
     """The pool's new job and the node's end seen in one pass (tests/test_node_bills_ends.py): the
     ended record, now the job's team's, and both parts are written in that pass's commit."""
     w = World()
-    first = _on_store(w, store_url)
-    (node,) = w.cloud.launch(CHEAP, 1, request_id="standby-1")
-    w.rec.run_once()  # adopted, for no team
-    w.clock.advance(60)
-    w.pool.submit(Demand("v", 8, w.clock.now(), 3600.0, gpu_model="V100", team="vision"), w.clock.now())
-    assert join_and_start(w.pool, node, "v", w.clock.now()) == ["v"]
+    first, node = _standby_running_vision(w, store_url)
     w.clock.advance(540)
     w.cloud.end(node.node_id)  # gone from listings before a pass saw the job
     w.rec.run_once()

@@ -133,20 +133,26 @@ def test_a_node_taken_for_gone_before_the_loaded_history_is_a_stray_when_listed_
     assert run(store_url) == in_memory
 
 
+def _launch_in_flight(w: World, store_url: str) -> None:
+    """On a controller over ``store_url``: job b bursts, its launch made, the reply lost and its node
+    listed late; then that controller stops."""
+    first = _on_store(w, store_url)
+    w.job("a")  # takes the only reserved node
+    w.job("b")
+    w.cloud.lose_next_replies(10)
+    w.rec.run_once()
+    (node,) = w.cloud.list_nodes()
+    w.cloud.list_late([node.node_id])
+    first.close()
+
+
 def test_a_launch_in_flight_dates_from_its_send_across_a_restart(store_url: str) -> None:
     """Its time since it was sent is committed spend (``policies.guards.committed_usd``): a controller
     rebuilt on the store dates it from the call, not from the first pass that finds it (nor from
     the pass that asks it again)."""
     w = World()
-    first = _on_store(w, store_url)
-    w.job("a")  # takes the only reserved node
-    w.job("b")  # bursts: the launch is made, its reply lost, its node listed late
-    w.cloud.lose_next_replies(10)
-    w.rec.run_once()
-    (node,) = w.cloud.list_nodes()
-    w.cloud.list_late([node.node_id])
+    _launch_in_flight(w, store_url)
     sent_at = w.clock.now()
-    first.close()
     w.clock.advance(90)
     _on_store(w, store_url)  # a new controller on the same store
     (flight,) = w.rec.observe().in_flight
@@ -165,15 +171,8 @@ def test_a_launch_intent_is_forgotten_a_grace_after_its_send_across_a_restart(st
     another grace)."""
     from burster.reconcile_nodes import LISTING_GRACE_S
     w = World()
-    first = _on_store(w, store_url)
-    w.job("a")  # takes the only reserved node
-    w.job("b")  # bursts: the launch is made, its reply lost, its node listed late
-    w.cloud.lose_next_replies(10)
-    w.rec.run_once()
-    (node,) = w.cloud.list_nodes()
-    w.cloud.list_late([node.node_id])
+    _launch_in_flight(w, store_url)
     (rid,) = w.rec.state.intents
-    first.close()
     w.clock.advance(90)
     _on_store(w, store_url)  # a new controller on the same store finds it standing
     w.rec.observe()
