@@ -1,7 +1,8 @@
 """Random controller configs run through the accounting oracle: each seed draws a pool, the policy's
 switches, guards, budgets (global and per team, by period), a window of the bundled demo trace and
-an estimate error, simulates it and runs every oracle check (``all_checks``, the hard budgets at
-every pass). It found the budget stop's gap in policies/budget_stop.py.
+an estimate error (and Burster's policy or, a quarter of the time, a baseline), simulates it and runs
+every oracle check (``all_checks``, the hard budgets at every pass). It found the budget stop's gap
+in policies/budget_stop.py.
 
     python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json]
 
@@ -19,7 +20,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from burster.app import DEMO_TRACE
+from burster.app import DEMO_TRACE, POLICIES
 from burster.config import parse_config
 from burster.traces import Trace, load_trace
 from tests.sim.oracle_checks import all_checks, budget_per_pass
@@ -28,12 +29,14 @@ from tests.sim.oracle_observe import observe_simulation
 
 @dataclass(frozen=True)
 class Draw:
-    """One seed's config (``burster.toml``'s keys), estimate error and window start (days into the trace)."""
+    """One seed's config (``burster.toml``'s keys), estimate error, window start (days into the trace) and
+    policy (Burster's most often, else a baseline: they share the guards and the budget stop)."""
 
     seed: int
     raw: dict[str, Any]
     sigma: float
     start_day: float
+    policy: str = "burster"
 
 
 def draw(seed: int, teams: list[str]) -> Draw:
@@ -54,7 +57,9 @@ def draw(seed: int, teams: list[str]) -> Draw:
         budget["total_usd"] = r.choice([20.0, 60.0, 150.0])
     budget["team_usd"] = {t: r.choice([2.0, 5.0, 10.0]) for t in r.sample(teams, 3)} if r.random() < 0.5 else {}
     raw["budget"] = budget
-    return Draw(seed, raw, r.choice([0.0, 0.0, 0.5]), r.choice([0.0, 1.0, 2.0, 3.0, 4.0]))
+    sigma, start_day = r.choice([0.0, 0.0, 0.5]), r.choice([0.0, 1.0, 2.0, 3.0, 4.0])
+    baselines = [p for p in POLICIES if p != "burster"]
+    return Draw(seed, raw, sigma, start_day, "burster" if r.random() < 0.75 else r.choice(baselines))
 
 
 def findings(d: Draw, trace: Trace, hours: float | None) -> list[str]:
@@ -62,7 +67,7 @@ def findings(d: Draw, trace: Trace, hours: float | None) -> list[str]:
     b = d.raw["budget"]
     try:
         seen = observe_simulation(parse_config(d.raw), trace, seed=d.seed, days=1.0, start_day=d.start_day,
-                                  estimate_error=d.sigma, hours=hours,
+                                  estimate_error=d.sigma, policy=d.policy, hours=hours,
                                   per_pass=budget_per_pass(b.get("total_usd"), b["team_usd"], b["period"]))
     except Exception:  # a crash is a finding, reported with its traceback
         return [traceback.format_exc()]
@@ -88,11 +93,13 @@ def main(argv: list[str] | None = None) -> int:
         failed += bool(found)
         if a.json:
             wall_s = round(time.monotonic() - t0, 1)
-            print(json.dumps({"seed": seed, "ok": not found, "config": d.raw, "estimate_error": d.sigma,
-                              "start_day": d.start_day, "findings": found[:8], "wall_s": wall_s}))
+            print(json.dumps({"seed": seed, "ok": not found, "policy": d.policy, "config": d.raw,
+                              "estimate_error": d.sigma, "start_day": d.start_day, "findings": found[:8],
+                              "wall_s": wall_s}))
         else:
-            print(f"seed {seed}: " + ("ok" if not found else f"{len(found)} finding(s) with {json.dumps(d.raw)}, "
-                                      f"estimate error {d.sigma}, start day {d.start_day}"), flush=True)
+            print(f"seed {seed}: " + ("ok" if not found else f"{len(found)} finding(s) with policy {d.policy}, "
+                                      f"{json.dumps(d.raw)}, estimate error {d.sigma}, start day {d.start_day}"),
+                  flush=True)
             for f in found[:8]:
                 print(f"  {f}")
     return 1 if failed else 0
