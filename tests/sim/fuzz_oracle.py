@@ -1,8 +1,8 @@
 """Random controller configs run through the accounting oracle: each seed draws a pool, the policy's
-switches, guards, budgets (global and per team, by period), a window of the bundled demo trace and
-an estimate error (and Burster's policy or, a quarter of the time, a baseline), simulates it and runs
-every oracle check (``all_checks``, the hard budgets at every pass). It found the budget stop's gap
-in policies/budget_stop.py.
+switches, guards, budgets (global and per team, by period), a window of the bundled demo trace, an
+estimate error, notice lengths, spot rates and wait budgets, and Burster's policy or (a quarter of
+the time) a baseline; it simulates that and runs every oracle check (``all_checks``, the hard
+budgets at every pass). It found the budget stop's gap in policies/budget_stop.py.
 
     python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json]
 
@@ -59,7 +59,12 @@ def draw(seed: int, teams: list[str]) -> Draw:
     raw["budget"] = budget
     sigma, start_day = r.choice([0.0, 0.0, 0.5]), r.choice([0.0, 1.0, 2.0, 3.0, 4.0])
     baselines = [p for p in POLICIES if p != "burster"]
-    return Draw(seed, raw, sigma, start_day, "burster" if r.random() < 0.75 else r.choice(baselines))
+    policy = "burster" if r.random() < 0.75 else r.choice(baselines)
+    raw["cost"] |= {"interruption_notice_s": {"aws": r.choice([0, 30, 120])},
+                    "spot_interruptions_per_hour": r.choice([0.0, 0.05, 0.5])}
+    raw["policy"] |= {"max_wait_s": r.choice([0, 600, 3600]), "deadline_margin_s": r.choice([0, 900])}
+    budget["soft_fraction"] = r.choice([0.5, 0.8, 1.0])
+    return Draw(seed, raw, sigma, start_day, policy)
 
 
 def findings(d: Draw, trace: Trace, hours: float | None) -> list[str]:
