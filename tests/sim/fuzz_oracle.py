@@ -1,10 +1,10 @@
 """Random controller configs run through the accounting oracle: each seed draws a pool, the policy's
-switches, guards, budgets (global and per team, by period), a window of the bundled demo trace, an
+switches, guards, budgets (global and per team, by period), a window of the trace (the demo's), an
 estimate error, notice lengths, spot rates and wait budgets, and Burster's policy or (a quarter of
 the time) a baseline; it simulates that and runs every oracle check (``all_checks``, the hard
 budgets at every pass). It found the budget stop's gap in policies/budget_stop.py.
 
-    python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json]
+    python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json] [--trace PATH]
 
 One line per seed: ``ok`` or the config, then the first findings; exit status 1 if any seed found one.
 """
@@ -22,6 +22,7 @@ from typing import Any
 
 from burster.app import DEMO_TRACE, POLICIES
 from burster.config import parse_config
+from burster.errors import InputError
 from burster.traces import Trace, load_trace
 from tests.sim.oracle_checks import all_checks, budget_per_pass
 from tests.sim.oracle_observe import observe_simulation
@@ -85,11 +86,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hours", type=float, default=None, help="stop this long after the window opens "
                     "(default: once the window's jobs are done)")
     ap.add_argument("--json", action="store_true", help="one JSON object per seed")
+    ap.add_argument("--trace", default=str(DEMO_TRACE), help="a job trace (default: the bundled demo week; "
+                    "its first five days are drawn from)")
     a = ap.parse_args(argv)
     first, _, end = a.seeds.partition(":")
     if not (first.isdigit() and end.isdigit() and int(first) < int(end)):
         ap.error(f"--seeds {a.seeds!r}: give FIRST:END, two whole numbers, FIRST below END (e.g. 0:20)")
-    trace = load_trace(DEMO_TRACE, "philly")
+    try:
+        trace = load_trace(a.trace, "philly" if a.trace == str(DEMO_TRACE) else None)
+    except InputError as err:
+        ap.error(f"--trace: {err}")
     teams = sorted({j.team for j in trace.jobs if j.team})
     failed = 0
     for seed in range(int(first), int(end)):

@@ -4,6 +4,7 @@ oracle check, and a bad ``--seeds`` says what to give."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -33,3 +34,11 @@ def test_bad_seeds_say_what_to_give(bad: str, capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         main(["--seeds", bad])
     assert f"--seeds {bad!r}: give FIRST:END, two whole numbers, FIRST below END" in capsys.readouterr().err
+
+
+def test_a_trace_that_cannot_be_read_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.csv"
+    with pytest.raises(SystemExit):
+        main(["--seeds", "0:1", "--trace", str(missing)])
+    err = capsys.readouterr().err
+    assert "--trace: " in err and str(missing) in err
