@@ -344,6 +344,14 @@ class NodeBook:
         out.sort(key=_node_id)
         return tuple(out)
 
+    def close_books(self, now: datetime, running: Sequence[Placement], charge: Callable[[str, datetime], None]) -> None:
+        """End every live node at ``now`` (the simulation's stop) by its cloud's plain rule, a spot node
+        with a notice standing too (its cloud has not taken it back), each handed over first to a job
+        of another team ``running`` shows started on it since the last pass."""
+        self.snapshot_nodes(now, running)
+        for rec in self.state.live():
+            self.ended(rec.node_id, now, charge, still_up=True)
+
     def accrued_usd_all(self, now: datetime, since: datetime | None = None) -> list[tuple[str, float]]:
         """(team, USD billed so far and not charged yet) of every live node, in launch order; with
         ``since``, only the share of it that fell at or after ``since`` (pro rata by time)."""

@@ -74,9 +74,7 @@ class Reconciler:
         budget_period: str = "month",
     ) -> None:
         self.providers = Providers(sorted(providers.items()))
-        self.pool = pool
-        self.policy = policy
-        self.clock = clock
+        self.pool, self.policy, self.clock = pool, policy, clock
         self.state = state or MemoryState()
         self.signal_sources = tuple(signals)
         self.block_s = block_s
@@ -373,11 +371,13 @@ class Reconciler:
             self.state.charge(e)
 
     def close_books(self, now: datetime) -> None:
-        """The simulation stops at ``now``: every node still live is ended in the record and
-        charged up to then, as a bill read at the stop shows it (no cloud or pool call): by its cloud's
-        plain rule, a spot node with a notice standing too (its cloud has not taken it back)."""
-        for rec in self.state.live():
-            self.nodes.ended(rec.node_id, now, self._charge, still_up=True)
+        """The simulation stops at ``now``: every node still live is ended in the record and charged up
+        to then as a bill read at the stop shows it (no cloud call; ``NodeBook.close_books``)."""
+        try:
+            running = tuple(self.pool.running())  # jobs started since the last pass take their nodes over
+        except ProviderError:
+            running = ()
+        self.nodes.close_books(now, running, self._charge)
         self.state.commit()
 
     # --- record --------------------------------------------------------------------------------

@@ -106,3 +106,23 @@ def test_with_the_pool_unreadable_the_end_is_charged_as_it_stands_in_that_pass()
     report = w.rec.run_once()
     assert "pool unreadable" in report.errors[-1]
     assert _parts(w) == [("", 600.0)]
+
+
+def test_the_books_closed_at_a_stop_hand_a_node_to_a_job_started_since_the_last_pass() -> None:
+    """A simulation's stop: vision's job started on the standby node after the last pass; the bill read
+    at the stop charges it from the job's start (it went whole to the team served before)."""
+    w = World()
+    node_id = _given_to_vision(w)
+    w.clock.advance(240)
+    w.rec.close_books(w.clock.now())
+    assert _parts(w) == [("", 60.0), ("vision", 240.0)]
+    assert w.rec.state.nodes[node_id].team == "vision" and not w.rec.state.is_live(node_id)
+
+
+def test_the_books_close_as_they_stand_when_the_pool_cannot_be_read() -> None:
+    w = World()
+    _given_to_vision(w)
+    w.clock.advance(240)
+    w.pool.fail_running = TransientError("slurmctld down")
+    w.rec.close_books(w.clock.now())
+    assert _parts(w) == [("", 300.0)]

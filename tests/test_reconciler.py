@@ -10,7 +10,7 @@ import pytest
 from burster.clock import FakeClock
 from burster.errors import CapacityError, ProviderError, TransientError
 from burster.lifecycle import NodeState
-from burster.model import CheckpointTicket, Demand, Market, Node, Offering
+from burster.model import CheckpointTicket, Demand, Market, Node, Offering, Placement
 from burster.plan import Launch, request_id
 from burster.reconcile_nodes import LISTING_GRACE_S
 from burster.reconciler import Reconciler
@@ -28,11 +28,12 @@ DEAR = Offering("fake", "r1", "r1b", "gpu.8x", "V100", 8, Market.ON_DEMAND, 12.0
 
 
 class FlakyPool(SimPool):
-    """The simulated pool, whose next checkpoint, drain or pending call fails when told to."""
+    """The simulated pool, whose next checkpoint, drain, pending or running call fails when told to."""
 
     fail_checkpoint: ProviderError | None = None
     fail_drain: ProviderError | None = None
     fail_pending: ProviderError | None = None
+    fail_running: ProviderError | None = None
 
     def _fail_if_told(self, knob: str) -> None:
         err = getattr(self, knob)
@@ -43,6 +44,10 @@ class FlakyPool(SimPool):
     def pending(self) -> Sequence[Demand]:
         self._fail_if_told("fail_pending")
         return super().pending()
+
+    def running(self) -> Sequence[Placement]:
+        self._fail_if_told("fail_running")
+        return super().running()
 
     def checkpoint(self, node_id: str, deadline: datetime) -> CheckpointTicket:
         self._fail_if_told("fail_checkpoint")
