@@ -29,7 +29,7 @@ from burster.clock import Clock
 from burster.errors import ConfigError, PartialLaunchError, ProviderError, TransientError
 from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
 from burster.lifecycle import NodeState
-from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Signal, Snapshot
+from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Placement, Signal, Snapshot
 from burster.plan import Checkpoint, DecisionLog, Drain, Hold, Launch, Plan, Preempt, Terminate
 from burster.reconcile_nodes import LISTING_GRACE_S, NodeBook, Providers
 from burster.state import MemoryState
@@ -76,8 +76,7 @@ class Reconciler:
         self.providers = Providers(sorted(providers.items()))
         self.pool, self.policy, self.clock = pool, policy, clock
         self.state = state or MemoryState()
-        self.signal_sources = tuple(signals)
-        self.block_s = block_s
+        self.signal_sources, self.block_s = tuple(signals), block_s
         self.blocks = OfferingBlocks(self.state, block_s)
         self.on_event = on_event
         if budget_period not in PERIODS:
@@ -136,12 +135,13 @@ class Reconciler:
         self._replay_partly_listed(now)
         self._poll_checkpoints(now)
         standing = self.nodes.standing_notices()
+        running: tuple[Placement, ...] = ()
         try:
             running = tuple(self.pool.running())  # after the checkpoints that finished left it (and requeued)
             pending, pool_nodes = tuple(self.pool.pending()), tuple(self.pool.nodes())
             history = self.pool.runtime_history()
         except ProviderError as err:
-            self.nodes.bill_ended(())  # the ends sync found are charged as they stand: the pool's jobs unknown
+            self.nodes.bill_ended(running)  # the ends sync found are charged by the placements read, if any
             raise _PoolUnread(now, err) from err
         cloud_nodes = self.nodes.snapshot_nodes(now, running)
         self.blocks.joined(cloud_nodes)
