@@ -95,31 +95,23 @@ def test_taken_back_free_with_a_new_job_each_part_is_credited_to_its_team() -> N
     assert "credited" in w.rec.state.ledger[1].reason and "not billed" in w.rec.state.ledger[2].reason
 
 
-def test_with_the_pool_unreadable_the_end_is_charged_as_it_stands_in_that_pass() -> None:
-    """The pool's placements unknown, the node is charged whole to whom it served, in the pass that
-    ended it (kept with it: a restart would not end it again), as before."""
+@pytest.mark.parametrize(("knob", "parts"), [
+    ("fail_running", [("", 600.0)]),
+    ("fail_pending", [("", 60.0), ("vision", 540.0)]),
+])
+def test_with_the_pool_unreadable_the_end_is_charged_by_the_placements_read(
+        knob: str, parts: list[tuple[str, float]]) -> None:
+    """Its running jobs unread, the node is charged whole to whom it served, in the pass that ended it
+    (kept with it: a restart would not end it again), as before; read, and its queue not, they still
+    hand it over at the job's start (they were dropped, the node charged whole to whom it served)."""
     w = World()
     node_id = _given_to_vision(w)
     w.clock.advance(540)
     w.cloud.end(node_id)
-    w.pool.fail_running = TransientError("pool: timed out")
+    setattr(w.pool, knob, TransientError("pool: timed out"))
     report = w.rec.run_once()
     assert "pool unreadable" in report.errors[-1]
-    assert _parts(w) == [("", 600.0)]
-
-
-def test_with_the_placements_read_and_the_queue_not_the_end_is_handed_over_first() -> None:
-    """The pass reads the pool's running jobs, then its pending ones fail: the placements read still
-    hand the node over at the job's start (they were dropped, and the node charged whole to whom it
-    served before)."""
-    w = World()
-    node_id = _given_to_vision(w)
-    w.clock.advance(540)
-    w.cloud.end(node_id)
-    w.pool.fail_pending = TransientError("pool: timed out")
-    report = w.rec.run_once()
-    assert "pool unreadable" in report.errors[-1]
-    assert _parts(w) == [("", 60.0), ("vision", 540.0)]
+    assert _parts(w) == parts
 
 
 def test_the_books_closed_at_a_stop_hand_a_node_to_a_job_started_since_the_last_pass() -> None:
