@@ -14,7 +14,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from burster.errors import ConfigError
 from burster.model import Requeue
@@ -166,11 +166,23 @@ class BursterConfig(_Section):
     store: StoreConfig = StoreConfig()
     controller: ControllerConfig = ControllerConfig()
 
+    @model_validator(mode="after")
+    def _join_outlasts_boot(self) -> BursterConfig:
+        join_s, boot_s = self.policy.join_timeout_s, self.cost.launch_latency_s
+        if join_s <= boot_s:
+            raise ValueError(f"policy.join_timeout_s: {join_s:g} s is not longer than cost.launch_latency_s "
+                             f"({boot_s:g} s, a node's modelled boot and join): every burst node would be "
+                             "terminated before it joined; raise the timeout above the boot")
+        return self
+
 
 def _describe(err: ValidationError, source: str, hidden: Collection[tuple[str, ...]] = ()) -> str:
     lines = [f"invalid configuration in {source}:"]
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"])
+        if not key:  # a rule across sections: its message names the keys
+            lines.append(f"  {e['msg'].removeprefix('Value error, ')}")
+            continue
         got = e.get("input")
         secret = any(tuple(str(p) for p in e["loc"][:len(h)]) == h for h in hidden)
         shown = "" if isinstance(got, dict) or secret else f" (got {redact_value(got)!r})"

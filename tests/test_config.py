@@ -152,6 +152,26 @@ def test_the_join_timeout_reaches_the_policy_and_is_range_checked() -> None:
     assert "policy.join_timeout_s" in str(info.value) and "greater than or equal to 60" in str(info.value)
 
 
+@pytest.mark.parametrize(("join_s", "boot_s"), [(60, 180), (600, 600), (1200, 1800)])
+def test_a_join_timeout_no_longer_than_the_boot_is_refused_naming_both_keys(
+        tmp_path: Path, join_s: int, boot_s: int) -> None:
+    path = _written(tmp_path / "burster.toml", join_s, boot_s)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).splitlines() == [
+        f"invalid configuration in {path}:",
+        f"  policy.join_timeout_s: {join_s} s is not longer than cost.launch_latency_s ({boot_s} s, a node's "
+        "modelled boot and join): every burst node would be terminated before it joined; raise the timeout "
+        "above the boot"]
+    ok = load_config(_written(tmp_path / "ok.toml", join_s, join_s - 1))  # a second under the timeout
+    assert (ok.policy.join_timeout_s, ok.cost.launch_latency_s) == (join_s, join_s - 1)
+
+
+def _written(path: Path, join_s: int, boot_s: int) -> Path:
+    path.write_text(f"[policy]\njoin_timeout_s = {join_s}\n[cost]\nlaunch_latency_s = {boot_s}\n")
+    return path
+
+
 def test_an_unknown_policy_in_a_file_names_the_file_and_key(tmp_path: Path) -> None:
     """It used to pass the config and fail later, after the trace loaded, naming neither."""
     path = tmp_path / "c.toml"

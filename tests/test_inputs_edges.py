@@ -72,9 +72,14 @@ RANGES = [
 ]
 
 
+# keys a rule across sections ties to another (join timeout > boot): that other is set out of the way
+COMPANIONS: dict[str, dict[str, Any]] = {"policy.join_timeout_s": {"cost": {"launch_latency_s": 0}},
+                                         "cost.launch_latency_s": {"policy": {"join_timeout_s": 86_400}}}
+
+
 def _data(key: str, value: object) -> dict[str, Any]:
     *path, last = key.split(".")
-    data: dict[str, Any] = {}
+    data: dict[str, Any] = {k: dict(v) for k, v in COMPANIONS.get(key, {}).items()}
     node = data
     for part in path:
         node = node.setdefault(part, {})
