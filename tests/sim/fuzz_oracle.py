@@ -1,8 +1,9 @@
 """Random controller configs run through the accounting oracle: each seed draws a pool, the policy's
 switches, guards, budgets (global and per team, by period), a window of the trace (the demo's), an
-estimate error, notice lengths, spot rates and wait budgets, and Burster's policy or (a quarter of
-the time) a baseline; it simulates that and runs every oracle check (``all_checks``, the hard
-budgets at every pass). It found the budget stop's gap in policies/budget_stop.py.
+estimate error, notice lengths, spot rates, wait budgets, the tick, boot and restart times, the
+estimate and deadline rules, and Burster's policy or (a quarter of the time) a baseline; it
+simulates that and runs every oracle check (``all_checks``, the hard budgets at every pass). It
+found the budget stop's gap in policies/budget_stop.py.
 
     python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json] [--trace PATH]
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import sys
 import time
@@ -65,7 +67,23 @@ def draw(seed: int, teams: list[str]) -> Draw:
                     "spot_interruptions_per_hour": r.choice([0.0, 0.05, 0.5])}
     raw["policy"] |= {"max_wait_s": r.choice([0, 600, 3600]), "deadline_margin_s": r.choice([0, 900])}
     budget["soft_fraction"] = r.choice([0.5, 0.8, 1.0])
+    _draw_more(random.Random(f"more-{seed}"), raw)
     return Draw(seed, raw, sigma, start_day, policy)
+
+
+def _draw_more(r: random.Random, raw: dict[str, Any]) -> None:
+    """The keys drawn since the first version (a stream of their own, so that a seed's first draws
+    stay what they were): the tick, boot and restart times, the estimate rules, the deadline rules,
+    move-back, the join timeout and the standby window."""
+    reclaim = r.random() < 0.8
+    raw["controller"] = {"tick_s": r.choice([5, 10, 10, 30, 60])}
+    boot_s = r.choice([60, 180, 600])
+    raw["cost"] |= {"launch_latency_s": boot_s, "restart_overhead_s": r.choice([0, 300, 1200])}
+    raw["policy"] |= {"reclaim_to_onprem": reclaim, "hold_nodes": raw["policy"]["hold_nodes"] and reclaim,
+                      "correct_estimates": r.random() < 0.7, "price_late": r.random() < 0.7,
+                      "risk_switch": r.random() < 0.7, "join_timeout_s": r.choice([boot_s + 60, 1200]),
+                      "defer_margin_s": r.choice([0, 120, 900]), "market_quantile": r.choice([0.0, 0.9]),
+                      "defer_quantile": r.choice([0.05, 0.5]), "standby_window_s": r.choice([60, 900])}
 
 
 def findings(d: Draw, trace: Trace, hours: float | None) -> list[str]:
@@ -117,4 +135,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    logging.disable(logging.WARNING)  # the controller's warnings (offerings blocked, ...): the findings say what broke
     sys.exit(main())

@@ -16,7 +16,7 @@ from typing import Any
 from burster.model import JobClass, Market
 from burster.reconciler import PassReport
 from tests.sim.oracle_actions import check_handoffs, check_preemptions, check_reserved_holds, pool_slips_usd
-from tests.sim.oracle_observe import TICK_S, CloudNode, Observed, Segment
+from tests.sim.oracle_observe import CloudNode, Observed, Segment
 
 USD_TOL = 1e-6  # per ledger entry (quantized to micro-dollars)
 S_TOL = 1e-5  # seconds (datetimes hold microseconds)
@@ -277,7 +277,7 @@ def budget_per_pass(total_usd: float | None, team_usd: dict[str, float], period:
         billed = billed_in_period(seen, now, period)
         slipped: dict[str, float] = {}
         if any(spent[t] > b + 1e-6 for spent in (charged, billed) for t, b in team_usd.items()):
-            slipped = pool_slips_usd(seen, now, period, TICK_S)  # only then: it reads every node's runs
+            slipped = pool_slips_usd(seen, now, period, seen.tick_s)  # only then: it reads every node's runs
         out = []
         for what, spent in (("ledger", charged), ("cloud bill", billed)):
             if total_usd is not None and sum(spent.values()) > total_usd + 1e-6:

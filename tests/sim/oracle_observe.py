@@ -199,6 +199,7 @@ class Observed:
     spends: list[tuple[datetime, Spend]] = field(default_factory=list)  # each pass's Snapshot.spend
     checkpoint_s: float = 60.0  # how long a requested checkpoint takes (``cost.checkpoint_write_s``)
     exact_estimates: bool = True  # the controller and the pool saw every job's true runtime
+    tick_s: float = TICK_S  # seconds between passes (``controller.tick_s``)
 
 
 def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: float, start_day: float = 0.0,
@@ -222,19 +223,20 @@ def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: 
     rec.policy = PolicyTap(rec.policy, spends)
     start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
     window_end = start + timedelta(days=days)
-    step = timedelta(seconds=TICK_S)
+    tick_s = config.controller.tick_s
+    step = timedelta(seconds=tick_s)
     end = sim.end if hours is None else start + timedelta(hours=hours)
     stop = start + ((end - start) // step) * step
     jobs = [j for j in trace.jobs if start <= j.submitted_at < window_end and j.submitted_at <= stop]
     seen = Observed(sim, jobs, start, window_end, stop, {}, book, runs.segments, pool_calls=calls, spends=spends,
                     checkpoint_s=config.cost.checkpoint_write_s,
-                    exact_estimates=estimate_error == 0 and not trace.estimates)
+                    exact_estimates=estimate_error == 0 and not trace.estimates, tick_s=tick_s)
 
     def on_pass(report: PassReport) -> None:
         if per_pass is not None:
             seen.checks_per_pass.extend(per_pass(seen, report))
 
-    seen.passes = run(world, rec, sim.clock, tick_s=TICK_S, end=end, on_pass=on_pass)
+    seen.passes = run(world, rec, sim.clock, tick_s=tick_s, end=end, on_pass=on_pass)
     seen.summary = summarize(metrics=world.pool.metrics, ledger=rec.state.ledger,
                              launches=sum(c.launches for c in world.clouds.values()), passes=seen.passes,
                              policy=policy, trace=trace.name, pool_gpus=sim.pool_gpus, seed=seed, wall_s=0.0)
