@@ -129,10 +129,11 @@ class NodeBook:
     def sync(self, now: datetime, listed: Mapping[str, Sequence[Node]], degraded: set[str],
              charge: Callable[[str, datetime], None]) -> None:
         """Merge provider listings: adopt unknown tagged nodes (an ending or ended one only if an
-        intent of ours launched it), follow states, end vanished ones
-        (once older than ``listing_grace_s``), and note in ``strays`` nodes recorded as ended (for
-        ``listing_grace_s`` or more) and in ``unterminated`` nodes left terminating (the call
-        failed) that a listing shows, and live ones it shows stopping or stopped outside the
+        intent of ours launched it), follow states, end vanished ones (once older than
+        ``listing_grace_s``; one left terminating at once, charged to now: our terminate went
+        through with its reply lost, or it went since), and note in ``strays`` nodes recorded as
+        ended (for ``listing_grace_s`` or more) and in ``unterminated`` nodes left terminating (the
+        call failed) that a listing shows, and live ones it shows stopping or stopped outside the
         controller (a stopped VM bills its disks until it is terminated). An ended record listed
         running is charged up to each such listing, and up to the first that leaves it out (as a
         live node is) unless the controller's terminate of it went through first
@@ -179,8 +180,8 @@ class NodeBook:
             if provider in degraded:
                 continue
             for rec in self.state.live_of(provider):
-                if rec.node_id not in seen and now - rec.launched_at >= grace:
-                    self.ended(rec.node_id, now, charge)  # gone: preempted or removed outside us
+                if rec.node_id not in seen and (rec.state is NodeState.TERMINATING or now - rec.launched_at >= grace):
+                    self.ended(rec.node_id, now, charge)  # gone: preempted, removed outside us, or by us
                     watched[rec.node_id] = EndWatch(now, unseen=True)
                 elif rec.node_id not in seen:  # too young to take for gone: a listing may lag a launch
                     self.missing[rec.node_id] = rec.launched_at + grace

@@ -79,6 +79,49 @@ def test_a_terminate_the_cloud_refused_is_made_again_next_pass() -> None:
     assert entry.end == w.clock.now()  # billed until the terminate that took
 
 
+def test_a_young_node_whose_terminate_reply_was_lost_is_charged_to_the_pass_that_finds_it_gone() -> None:
+    """The terminate went through; the controller saw a timeout, so the node stays terminating. A
+    cloud that lists no deleted VM (GCP, Azure; the fake by default) then leaves it out: it is gone
+    now, not a listing grace after its launch (a listing that lags a launch is no reason to wait
+    for a node we asked to end), and the terminate is not sent again."""
+    w = World()
+    w.cloud.launch(CHEAP, 1, request_id="prewarm-1")
+    w.rec.run_once()  # adopts the idle node
+    (node_id,) = w.rec.state.nodes
+    w.clock.advance(120)
+    w.cloud.lose_next_terminate_reply()
+    (ttl,) = w.rec.run_once().plan.terminates  # its idle TTL, two minutes after its launch
+    assert ttl.node_ids == (node_id,) and w.cloud.list_nodes() == []
+    assert w.rec.state.nodes[node_id].state is NodeState.TERMINATING
+    w.clock.advance(10)
+    report = w.rec.run_once()
+    assert not report.errors and not report.plan.terminates
+    rec = w.rec.state.nodes[node_id]
+    (entry,) = w.rec.state.ledger
+    assert rec.state is NodeState.TERMINATED and rec.ended_at == entry.end == w.clock.now()
+    assert w.cloud.api_calls == 2  # one launch, one terminate
+
+
+def test_a_node_gone_after_its_terminate_was_refused_is_charged_to_the_pass_that_finds_it_gone() -> None:
+    """Refused, the terminate did nothing; the node then went (taken back, removed outside us)
+    before the pass that would terminate it again. No listing says when: it is charged to the
+    pass that finds it gone, never to the refused call (that would charge less than it ran)."""
+    w = World()
+    w.cloud.launch(CHEAP, 1, request_id="prewarm-1")
+    w.rec.run_once()
+    (node_id,) = w.rec.state.nodes
+    w.clock.advance(120)
+    w.cloud.fail_next_terminate(TransientError("fake: 503 on terminate"))
+    refused = w.clock.now()
+    assert w.rec.run_once().plan.terminates and w.rec.state.nodes[node_id].state is NodeState.TERMINATING
+    w.clock.advance(4)
+    w.cloud.end(node_id)
+    w.clock.advance(6)
+    w.rec.run_once()
+    (entry,) = w.rec.state.ledger
+    assert entry.end == w.clock.now() != refused
+
+
 def _running_on_a_burst_node(w: World) -> str:
     """b bursts, and its node comes up and joins the pool, which starts b there."""
     w.job("a")

@@ -42,6 +42,7 @@ class FakeCloudProvider:
         self._unlisted: set[str] = set()
         self._fail_terminate: ProviderError | None = None
         self._ignore_terminate = False
+        self._lose_terminate_reply = False
         self._lost_replies = 0
         self._list_ended = False
         self.api_calls = 0
@@ -66,6 +67,10 @@ class FakeCloudProvider:
         """The next terminate call succeeds but its nodes run on (listings keep showing them running,
         as a listing that lags a terminate does)."""
         self._ignore_terminate = True
+
+    def lose_next_terminate_reply(self) -> None:
+        """The next terminate call ends its nodes, but the caller sees a timeout."""
+        self._lose_terminate_reply = True
 
     def lose_next_replies(self, calls: int) -> None:
         """The next ``calls`` launch calls do their work, but the caller sees a timeout (as when
@@ -170,6 +175,9 @@ class FakeCloudProvider:
             node = self._nodes.get(node_id)
             if node is not None and node.state is not NodeState.TERMINATED:
                 self.end(node_id)
+        if self._lose_terminate_reply:
+            self._lose_terminate_reply = False
+            raise TransientError("fake: timed out waiting for the reply to terminate", provider=self.name)
 
     def interruptions(self) -> Sequence[Interruption]:
         out, self._interruptions = self._interruptions, []
