@@ -1,9 +1,10 @@
 """Random controller configs run through the accounting oracle: each seed draws a pool, the policy's
 switches, guards, budgets (global and per team, by period), a window of the trace (the demo's), an
 estimate error, notice lengths, spot rates, wait budgets, the tick, boot and restart times, the
-estimate and deadline rules, and Burster's policy or (a quarter of the time) a baseline; it
-simulates that and runs every oracle check (``all_checks``, the hard budgets at every pass). It
-found the budget stop's gap in policies/budget_stop.py.
+estimate and deadline rules, faults of the clouds' APIs (a third of the time:
+tests/sim/oracle_faults.py), and Burster's policy or (a quarter of the time) a baseline; it simulates
+that and runs every oracle check (``all_checks``, the hard budgets at every pass). It found the
+budget stop's gap in policies/budget_stop.py.
 
     python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json] [--trace PATH]
 
@@ -27,6 +28,8 @@ from burster.config import parse_config
 from burster.errors import InputError
 from burster.traces import Trace, load_trace
 from tests.sim.oracle_checks import all_checks, budget_per_pass
+from tests.sim.oracle_fault_view import as_knowable
+from tests.sim.oracle_faults import Faults
 from tests.sim.oracle_observe import observe_simulation
 
 
@@ -40,6 +43,7 @@ class Draw:
     sigma: float
     start_day: float
     policy: str = "burster"
+    faults: Faults | None = None  # the clouds' API fails so (a third of the seeds), else never
 
 
 def draw(seed: int, teams: list[str]) -> Draw:
@@ -68,7 +72,15 @@ def draw(seed: int, teams: list[str]) -> Draw:
     raw["policy"] |= {"max_wait_s": r.choice([0, 600, 3600]), "deadline_margin_s": r.choice([0, 900])}
     budget["soft_fraction"] = r.choice([0.5, 0.8, 1.0])
     _draw_more(random.Random(f"more-{seed}"), raw)
-    return Draw(seed, raw, sigma, start_day, policy)
+    return Draw(seed, raw, sigma, start_day, policy, _draw_faults(random.Random(f"faults-draw-{seed}")))
+
+
+def _draw_faults(r: random.Random) -> Faults | None:
+    if r.random() >= 1 / 3:
+        return None
+    return Faults(launch_refused=r.choice([0.0, 0.05, 0.2]), launch_reply_lost=r.choice([0.0, 0.03, 0.1]),
+                  listing_failed=r.choice([0.0, 0.02, 0.1]), terminate_failed=r.choice([0.0, 0.05, 0.2]),
+                  terminate_reply_lost=r.choice([0.0, 0.02, 0.1]))
 
 
 def _draw_more(r: random.Random, raw: dict[str, Any]) -> None:
@@ -92,10 +104,11 @@ def findings(d: Draw, trace: Trace, hours: float | None) -> list[str]:
     try:
         seen = observe_simulation(parse_config(d.raw), trace, seed=d.seed, days=1.0, start_day=d.start_day,
                                   estimate_error=d.sigma, policy=d.policy, hours=hours,
-                                  per_pass=budget_per_pass(b.get("total_usd"), b["team_usd"], b["period"]))
+                                  per_pass=budget_per_pass(b.get("total_usd"), b["team_usd"], b["period"]),
+                                  faults=d.faults)
     except Exception:  # a crash is a finding, reported with its traceback
         return [traceback.format_exc()]
-    return all_checks(seen)
+    return all_checks(seen, billed_as=as_knowable(seen))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,11 +136,13 @@ def main(argv: list[str] | None = None) -> int:
         if a.json:
             wall_s = round(time.monotonic() - t0, 1)
             print(json.dumps({"seed": seed, "ok": not found, "policy": d.policy, "config": d.raw,
-                              "estimate_error": d.sigma, "start_day": d.start_day, "findings": found[:8],
+                              "estimate_error": d.sigma, "start_day": d.start_day,
+                              "faults": d.faults and d.faults.as_dict(), "findings": found[:8],
                               "wall_s": wall_s}))
         else:
             print(f"seed {seed}: " + ("ok" if not found else f"{len(found)} finding(s) with policy {d.policy}, "
-                                      f"{json.dumps(d.raw)}, estimate error {d.sigma}, start day {d.start_day}"),
+                                      f"{json.dumps(d.raw)}, estimate error {d.sigma}, start day {d.start_day}, "
+                                      f"faults {d.faults}"),
                   flush=True)
             for f in found[:8]:
                 print(f"  {f}")

@@ -256,6 +256,7 @@ def billed_in_period(seen: Observed, now: datetime, period: str) -> dict[str, fl
     billed: dict[str, float] = defaultdict(float)
     runs, jobs = runs_on_nodes(seen), {j.job_id: j for j in seen.jobs}
     for n in seen.nodes.values():
+        n = seen.known_at(n, now) if seen.known_at else n
         if n.launched_at <= now and (since is None or n.end is None or n.end > since):
             for team, start, end, usd in node_parts(n, now, runs.get(n.node_id, ()), jobs):
                 billed[team] += _in_period(usd, start, end, since)
@@ -370,11 +371,14 @@ def check_stranded(seen: Observed) -> list[str]:
                                                               f"{stranded_s / 3600:.4f}"]
 
 
-def all_checks(seen: Observed) -> list[str]:
-    """Every check above and oracle_actions', and what the per-pass check found while the simulation ran."""
+def all_checks(seen: Observed, billed_as: Observed | None = None) -> list[str]:
+    """Every check above and oracle_actions', and what the per-pass check found while the simulation ran;
+    the ledger and the spend held to ``billed_as`` (the nodes as the controller could know them, when
+    its clouds' API failed: tests/sim/oracle_fault_view.py), by default ``seen``."""
     sizes = {n.gpus for n in seen.sim.reconciler.pool.nodes()}
     gpus_per_node = max(sizes, default=0)
-    return [*check_ledger(seen), *check_jobs(seen), *check_placements(seen, gpus_per_node), *check_stranded(seen),
-            *check_spend_seen(seen, seen.sim.reconciler.budget_period), *check_handoffs(seen),
+    billed = billed_as or seen
+    return [*check_ledger(billed), *check_jobs(seen), *check_placements(seen, gpus_per_node), *check_stranded(seen),
+            *check_spend_seen(billed, seen.sim.reconciler.budget_period), *check_handoffs(seen),
             *check_reserved_holds(seen, exact_estimates=seen.exact_estimates), *check_preemptions(seen),
             *seen.checks_per_pass]

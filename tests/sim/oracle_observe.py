@@ -23,6 +23,7 @@ from burster.reconciler import PassReport
 from burster.sim.engine import run
 from burster.sim.summary import summarize
 from burster.traces import Trace
+from tests.sim.oracle_faults import Faults, FaultyCloud
 
 TICK_S = 10.0
 
@@ -61,7 +62,7 @@ class CloudTap:
         for n in nodes:
             seen = self._book.get(n.node_id)
             if seen is not None and n.state is NodeState.TERMINATED and n.ended_at is not None \
-                    and (seen.end is None or n.ended_at < seen.end):
+                    and (seen.end is None or n.ended_at <= seen.end):  # the simulated cloud lists only what it took
                 seen.end, seen.taken_back = n.ended_at, True
         return nodes
 
@@ -134,8 +135,9 @@ class PoolTap:
 class PolicyTap:
     """The policy, every call passed through; records the budget spend each pass's snapshot gave it."""
 
-    def __init__(self, inner: Any, spends: list[tuple[datetime, Spend]]) -> None:
-        self._inner, self._spends = inner, spends
+    def __init__(self, inner: Any, spends: list[tuple[datetime, Spend]],
+                 live: dict[datetime, frozenset[str]] | None = None) -> None:
+        self._inner, self._spends, self._live = inner, spends, live
         self.name: str = inner.name
 
     def __getattr__(self, name: str) -> Any:
@@ -143,6 +145,8 @@ class PolicyTap:
 
     def decide(self, snapshot: Snapshot) -> Plan:
         self._spends.append((snapshot.now, snapshot.spend))
+        if self._live is not None:
+            self._live[snapshot.now] = frozenset(n.node_id for n in snapshot.cloud_nodes)
         return self._inner.decide(snapshot)  # type: ignore[no-any-return]
 
 
@@ -200,27 +204,35 @@ class Observed:
     checkpoint_s: float = 60.0  # how long a requested checkpoint takes (``cost.checkpoint_write_s``)
     exact_estimates: bool = True  # the controller and the pool saw every job's true runtime
     tick_s: float = TICK_S  # seconds between passes (``controller.tick_s``)
+    faulty: dict[str, FaultyCloud] = field(default_factory=dict)  # each cloud's failing API, if its calls failed
+    live_seen: dict[datetime, frozenset[str]] = field(default_factory=dict)  # with faults: each pass's live records
+    known_at: Callable[[CloudNode, datetime], CloudNode] | None = None  # a node as the controller knew it then
 
 
 def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: float, start_day: float = 0.0,
                        estimate_error: float = 0.0, policy: str = "burster", hours: float | None = None,
-                       per_pass: Callable[[Observed, PassReport], list[str]] | None = None) -> Observed:
+                       per_pass: Callable[[Observed, PassReport], list[str]] | None = None,
+                       faults: Faults | None = None) -> Observed:
     """Build and run ``burster simulate``'s simulation, recording it; ``hours``: stop that long after
     the window opens (default: when ``build_simulation`` says, a week after the window); ``per_pass``
-    checks each pass."""
+    checks each pass; ``faults``: each cloud's API fails so (``FaultyCloud``, before the recorder)."""
     sim = build_simulation(config, trace, policy=policy, seed=seed, days=days, start_day=start_day,
                            estimate_error=estimate_error)
     world: Any = sim.world
     book: dict[str, CloudNode] = {}
+    faulty: dict[str, FaultyCloud] = {}
     rec = sim.reconciler
     for name in list(rec.providers):
         rec.providers[name] = CloudTap(rec.providers[name], sim.clock.now, book)
+        if faults is not None:
+            rec.providers[name] = faulty[name] = FaultyCloud(rec.providers[name], faults, seed, sim.clock.now)
     runs = RunLog(lambda: world.pool.metrics.now)
     world.pool.runs = runs
     calls: list[PoolCall] = []
     spends: list[tuple[datetime, Spend]] = []
     rec.pool = PoolTap(rec.pool, sim.clock.now, calls)
-    rec.policy = PolicyTap(rec.policy, spends)
+    live_seen: dict[datetime, frozenset[str]] = {}
+    rec.policy = PolicyTap(rec.policy, spends, live_seen if faults is not None else None)
     start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
     window_end = start + timedelta(days=days)
     tick_s = config.controller.tick_s
@@ -230,7 +242,8 @@ def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: 
     jobs = [j for j in trace.jobs if start <= j.submitted_at < window_end and j.submitted_at <= stop]
     seen = Observed(sim, jobs, start, window_end, stop, {}, book, runs.segments, pool_calls=calls, spends=spends,
                     checkpoint_s=config.cost.checkpoint_write_s,
-                    exact_estimates=estimate_error == 0 and not trace.estimates, tick_s=tick_s)
+                    exact_estimates=estimate_error == 0 and not trace.estimates, tick_s=tick_s, faulty=faulty,
+                    live_seen=live_seen)
 
     def on_pass(report: PassReport) -> None:
         if per_pass is not None:
