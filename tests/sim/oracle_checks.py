@@ -255,9 +255,9 @@ def billed_in_period(seen: Observed, now: datetime, period: str) -> dict[str, fl
     since = period_began(period, now)
     billed: dict[str, float] = defaultdict(float)
     runs, jobs = runs_on_nodes(seen), {j.job_id: j for j in seen.jobs}
-    for n in seen.nodes.values():
-        n = seen.known_at(n, now) if seen.known_at else n
-        if n.launched_at <= now and (since is None or n.end is None or n.end > since):
+    for node in seen.nodes.values():
+        n = seen.known_at(node, now) if seen.known_at else node
+        if n is not None and n.launched_at <= now and (since is None or n.end is None or n.end > since):
             for team, start, end, usd in node_parts(n, now, runs.get(n.node_id, ()), jobs):
                 billed[team] += _in_period(usd, start, end, since)
     return billed

@@ -6,7 +6,8 @@ ends the record at the pass that finds the node gone, or at its own terminate of
 taken back unseen, and charges the plain rule to then. That is allowed up to the first listing of the
 node's provider that went through after its end, no further. A node made by a launch whose reply was
 lost, that no listing went through to show before the stop, is unknown to it. Until a listing goes
-through, a pass counts a node gone unseen as still up (``Snapshot.spend``).
+through, a pass counts a node gone unseen as still up, and one a lost reply made not at all
+(``Snapshot.spend``; the guards count it as in flight).
 """
 
 from __future__ import annotations
@@ -52,12 +53,17 @@ def as_knowable(seen: Observed) -> Observed:
     return replace(seen, nodes=nodes, summary=summary, known_at=lambda n, now: _known_at(seen, n, now))
 
 
-def _known_at(seen: Observed, node: CloudNode, now: datetime) -> CloudNode:
+def _known_at(seen: Observed, node: CloudNode, now: datetime) -> CloudNode | None:
     """``node`` as the pass at ``now`` knew it: still up if its record was live then, at or after its end,
-    when no listing of its provider had gone through since that end."""
-    if node.end is None or node.end > now or node.node_id not in seen.live_seen.get(now, ()):
+    when no listing of its provider had gone through since that end; None (unknown) if a launch whose
+    reply was lost made it and no listing had gone through since."""
+    cloud, live = seen.faulty[node.offering.provider], node.node_id in seen.live_seen.get(now, ())
+    if not live and node.node_id in cloud.unanswered and node.launched_at <= now:
+        shown = _listed_after(cloud, node.launched_at)
+        return None if shown is None or shown >= now else node
+    if node.end is None or node.end > now or not live:
         return node
-    known = _listed_after(seen.faulty[node.offering.provider], node.end)
+    known = _listed_after(cloud, node.end)
     return node if known is not None and known < now else replace(node, end=None, taken_back=False)
 
 

@@ -206,7 +206,7 @@ class Observed:
     tick_s: float = TICK_S  # seconds between passes (``controller.tick_s``)
     faulty: dict[str, FaultyCloud] = field(default_factory=dict)  # each cloud's failing API, if its calls failed
     live_seen: dict[datetime, frozenset[str]] = field(default_factory=dict)  # with faults: each pass's live records
-    known_at: Callable[[CloudNode, datetime], CloudNode] | None = None  # a node as the controller knew it then
+    known_at: Callable[[CloudNode, datetime], CloudNode | None] | None = None  # a node as the controller knew it
 
 
 def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: float, start_day: float = 0.0,
