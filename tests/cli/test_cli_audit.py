@@ -332,11 +332,20 @@ def test_bench_plan_records_the_documented_keys() -> None:
     from bench.plan import measure, snapshot
 
     record = measure(200, 20, reps=3)
-    assert list(record) == ["jobs", "offerings", "nodes", "p50_ms", "p99_ms", "peak_mib"]
+    assert list(record) == ["jobs", "offerings", "nodes", "p50_ms", "p99_ms", "max_ms", "peak_mib", "decisions"]
     snap = snapshot(200, 20)
     assert (record["jobs"], record["offerings"]) == (len(snap.pending), len(snap.offerings)) == (200, 20)
     assert record["nodes"] == len(snap.pool_nodes) + len(snap.cloud_nodes) == 16 + 20
-    assert 0 < record["p50_ms"] <= record["p99_ms"] and record["peak_mib"] > 0
+    assert 0 < record["p50_ms"] <= record["p99_ms"] == record["max_ms"] and record["peak_mib"] > 0  # of 3: the slowest
+    assert record["decisions"] == 3
+
+
+def test_bench_plan_p99_leaves_out_the_slowest_one_percent() -> None:
+    from bench.plan import nearest_rank
+
+    times = [float(i) for i in range(1, 201)]
+    assert (nearest_rank(times, 0.99), nearest_rank(times, 0.5)) == (198.0, 100.0)
+    assert nearest_rank(times[:30], 0.99) == 30.0 and nearest_rank([7.0], 0.99) == 7.0  # of 30: the slowest
 
 
 def test_bench_bound_repeats_the_trace_shifted_by_whole_spans() -> None:
