@@ -2,12 +2,13 @@
 (global, or a team's on its own spend and nodes), busy nodes are checkpointed and idle ones
 terminated, most expensive first, until it fits.
 
-A run that began on its node less than a checkpoint write ago (``GuardParams.checkpoint_write_s``)
-is stopped without one (its checkpoint is due now: the reconciler drains it in the same pass): its
-unsaved work is less than the write would bill. That is the run the pool itself starts on another
-team's idle node for a team at its budget (the node's bill is the job's team's from then,
-``burster.node_bills``): given the grace, each such start cost the team a checkpoint write and more
-past its budget, and a requeued job was given the next node that fell idle.
+A run that began on its node less than a checkpoint write (``GuardParams.checkpoint_write_s``) or a
+tick ago is stopped without one (its checkpoint is due now: the reconciler drains it in the same
+pass): its unsaved work is less than the write would bill, or than a pass's gap. That is the run
+the pool itself starts on another team's idle node for a team at its budget (the node's bill is the
+job's team's from then, ``burster.node_bills``): given the grace, each such start cost the team a
+checkpoint write and more past its budget, and a requeued job was given the next node that fell
+idle; a run begun since the last pass was started by the pool, not by a launch this stop allowed.
 """
 
 from __future__ import annotations
@@ -79,10 +80,10 @@ def _stop_burn(snapshot: Snapshot, params: GuardParams, tick_s: float, what: str
                 started = _run_ages_s(snapshot)
             age_s = started.get(n.node_id)
             grace_s = params.stop_grace_s
-            if age_s is not None and age_s < params.checkpoint_write_s:
+            if age_s is not None and age_s < max(params.checkpoint_write_s, tick_s):
                 grace_s = 0.0
-                reason += (f" (job {n.job_id} began there {age_s:.0f}s ago, less than a checkpoint write: "
-                           "drained without one)")
+                within = "a checkpoint write" if age_s < params.checkpoint_write_s else "a tick"
+                reason += f" (job {n.job_id} began there {age_s:.0f}s ago, less than {within}: drained without one)"
             out.append(Checkpoint(n.node_id, n.job_id, snapshot.now + timedelta(seconds=grace_s), reason))
         else:
             out.append(Terminate((n.node_id,), reason=reason, request_id=request_id("budget", n.node_id)))

@@ -44,6 +44,19 @@ def test_an_older_run_or_one_the_pool_does_not_report_is_given_the_grace(age_s: 
     assert stop.reason == "team ml's hard budget $2.00 reached: stop c1"
 
 
+@pytest.mark.parametrize(("age_s", "tick_s", "due_now"), [(200.0, 10.0, True), (320.0, 600.0, True),
+                                                        (320.0, 300.0, False), (300.0, 300.0, False)])
+def test_a_run_begun_since_the_last_pass_is_stopped_without_one_whatever_the_write(
+        age_s: float, tick_s: float, due_now: bool) -> None:
+    """Passes a tick apart: a run younger than a tick was started by the pool since the last pass (a
+    write of 300 s here; with passes ten minutes apart, a run of 320 s is one of them too)."""
+    (stop,) = enforce_team_budgets(_running(age_s), GUARDS, tick_s)
+    assert isinstance(stop, Checkpoint)
+    assert stop.deadline == (NOW if due_now else NOW + timedelta(seconds=600))
+    if due_now and age_s >= GUARDS.checkpoint_write_s:
+        assert stop.reason.endswith(f"began there {age_s:.0f}s ago, less than a tick: drained without one)")
+
+
 def test_the_global_budget_stops_a_young_run_alike() -> None:
     guards = replace(GUARDS, team_budget_usd={}, total_budget_usd=2.0)
     (stop,) = enforce_budget(_running(30.0, team=""), guards, 10.0)
