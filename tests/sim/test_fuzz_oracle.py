@@ -42,3 +42,12 @@ def test_a_trace_that_cannot_be_read_names_it(tmp_path: Path, capsys: pytest.Cap
         main(["--seeds", "0:1", "--trace", str(missing)])
     err = capsys.readouterr().err
     assert "--trace: " in err and str(missing) in err
+
+
+def test_a_seed_that_makes_the_clouds_fail_says_how(capsys: pytest.CaptureFixture[str]) -> None:
+    d = draw(55, TEAMS)
+    assert d.faults is not None and draw(5, TEAMS).faults is None
+    assert main(["--seeds", "55:56", "--hours", "1", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["ok"] and got["faults"] == d.faults.as_dict() and set(got["faults"]) == {
+        "launch_refused", "launch_reply_lost", "listing_failed", "terminate_failed", "terminate_reply_lost"}
