@@ -240,10 +240,14 @@ def node_parts(node: CloudNode, upto: datetime, runs: Sequence[Segment],
     return out
 
 
-def runs_on_nodes(seen: Observed) -> dict[str, list[Segment]]:
-    """The runs on each cloud node so far, by start."""
+def runs_on_nodes(seen: Observed, *, seen_by_a_pass: bool = False) -> dict[str, list[Segment]]:
+    """The runs on each cloud node so far, by start; with ``seen_by_a_pass``, only those a pass saw
+    running (the pool reports running jobs only: a run that started and left between two passes,
+    on a node that then ended, is seen by no controller and its part billed to whom the node served)."""
     out: dict[str, list[Segment]] = defaultdict(list)
     for g in sorted((g for g in seen.segments if g.on_cloud), key=lambda g: g.start):
+        if seen_by_a_pass and g.end is not None and (g.job_id, g.start) not in seen.runs_seen:
+            continue
         for node_id in g.node_ids:
             out[node_id].append(g)
     return out
@@ -254,7 +258,7 @@ def billed_in_period(seen: Observed, now: datetime, period: str) -> dict[str, fl
     part of a node's run served (``node_parts``): the part of each in the period pro rata by time."""
     since = period_began(period, now)
     billed: dict[str, float] = defaultdict(float)
-    runs, jobs = runs_on_nodes(seen), {j.job_id: j for j in seen.jobs}
+    runs, jobs = runs_on_nodes(seen, seen_by_a_pass=True), {j.job_id: j for j in seen.jobs}
     for node in seen.nodes.values():
         n = seen.known_at(node, now) if seen.known_at else node
         if n is not None and n.launched_at <= now and (since is None or n.end is None or n.end > since):

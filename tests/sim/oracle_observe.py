@@ -136,8 +136,10 @@ class PolicyTap:
     """The policy, every call passed through; records the budget spend each pass's snapshot gave it."""
 
     def __init__(self, inner: Any, spends: list[tuple[datetime, Spend]],
-                 live: dict[datetime, frozenset[str]] | None = None) -> None:
+                 live: dict[datetime, frozenset[str]] | None = None,
+                 runs_seen: set[tuple[str, datetime]] | None = None) -> None:
         self._inner, self._spends, self._live = inner, spends, live
+        self._runs_seen = set() if runs_seen is None else runs_seen
         self.name: str = inner.name
 
     def __getattr__(self, name: str) -> Any:
@@ -145,6 +147,7 @@ class PolicyTap:
 
     def decide(self, snapshot: Snapshot) -> Plan:
         self._spends.append((snapshot.now, snapshot.spend))
+        self._runs_seen.update((p.job.job_id, p.started_at) for p in snapshot.running if p.on_cloud)
         if self._live is not None:
             self._live[snapshot.now] = frozenset(n.node_id for n in snapshot.cloud_nodes)
         return self._inner.decide(snapshot)  # type: ignore[no-any-return]
@@ -206,6 +209,7 @@ class Observed:
     tick_s: float = TICK_S  # seconds between passes (``controller.tick_s``)
     faulty: dict[str, FaultyCloud] = field(default_factory=dict)  # each cloud's failing API, if its calls failed
     live_seen: dict[datetime, frozenset[str]] = field(default_factory=dict)  # with faults: each pass's live records
+    runs_seen: set[tuple[str, datetime]] = field(default_factory=set)  # (job, start) of cloud runs a pass saw
     known_at: Callable[[CloudNode, datetime], CloudNode | None] | None = None  # a node as the controller knew it
 
 
@@ -232,7 +236,8 @@ def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: 
     spends: list[tuple[datetime, Spend]] = []
     rec.pool = PoolTap(rec.pool, sim.clock.now, calls)
     live_seen: dict[datetime, frozenset[str]] = {}
-    rec.policy = PolicyTap(rec.policy, spends, live_seen if faults is not None else None)
+    runs_seen: set[tuple[str, datetime]] = set()
+    rec.policy = PolicyTap(rec.policy, spends, live_seen if faults is not None else None, runs_seen)
     start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
     window_end = start + timedelta(days=days)
     tick_s = config.controller.tick_s
@@ -243,7 +248,7 @@ def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: 
     seen = Observed(sim, jobs, start, window_end, stop, {}, book, runs.segments, pool_calls=calls, spends=spends,
                     checkpoint_s=config.cost.checkpoint_write_s,
                     exact_estimates=estimate_error == 0 and not trace.estimates, tick_s=tick_s, faulty=faulty,
-                    live_seen=live_seen)
+                    live_seen=live_seen, runs_seen=runs_seen)
 
     def on_pass(report: PassReport) -> None:
         if per_pass is not None:

@@ -1,6 +1,7 @@
 """The clouds' API failing under the accounting oracle (tests/sim/oracle_faults.py, oracle_fault_view.py):
 a seeded run with every kind of failure passes every check held to what the controller could know,
-fails them held to what the clouds did, and the view forgives no more than a listing could not show."""
+fails them held to what the clouds did, and the view forgives no more than a listing could not show;
+and a run no pass saw (the pool reports running jobs only)."""
 
 from __future__ import annotations
 
@@ -121,3 +122,21 @@ def test_a_pass_before_any_listing_showed_a_node_a_lost_reply_made_does_not_coun
     counted = replace(view, known_at=lambda n, now: known_at(n, now) or n)
     blind = all_checks(seen, billed_as=counted)
     assert blind and all("spend seen" in f for f in blind), blind[:5]
+
+
+def test_a_run_no_pass_saw_is_billed_to_whom_the_node_served() -> None:
+    """Fuzz seed 4 (twelve hours): a cloud run starts and leaves between two passes. The pool reports
+    running jobs only, so no controller sees it; the spend checks attribute its part of the node's
+    bill as the controller can (to whom the node served), the per-node totals are unchanged."""
+    from tests.sim.oracle_checks import runs_on_nodes
+
+    d = draw(4, sorted({j.team for j in TRACE.jobs if j.team}))
+    seen = observe_simulation(parse_config(d.raw), TRACE, seed=4, days=1.0, start_day=d.start_day,
+                              estimate_error=d.sigma, policy=d.policy, hours=12, faults=d.faults)
+    unseen = [g for g in seen.segments
+              if g.on_cloud and g.end is not None and (g.job_id, g.start) not in seen.runs_seen]
+    assert len(unseen) == 1 and all_checks(seen, billed_as=as_knowable(seen)) == []
+    (g,) = unseen
+    every, seen_only = runs_on_nodes(seen), runs_on_nodes(seen, seen_by_a_pass=True)
+    assert all(g in every[i] and g not in seen_only[i] for i in g.node_ids)
+    assert sum(map(len, every.values())) - sum(map(len, seen_only.values())) == len(g.node_ids)
