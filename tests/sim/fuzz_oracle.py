@@ -3,8 +3,10 @@ switches, guards, budgets (global and per team, by period), a window of the trac
 estimate error, notice lengths, spot rates, wait budgets, the tick, boot and restart times, the
 estimate and deadline rules, faults of the clouds' APIs (a third of the time:
 tests/sim/oracle_faults.py), and Burster's policy or (a quarter of the time) a baseline; it simulates
-that and runs every oracle check (``all_checks``, the hard budgets at every pass). It found the
-budget stop's gap in policies/budget_stop.py.
+that and runs every oracle check (``all_checks``, the hard budgets at every pass; bills held to what
+the controller could know where calls failed: tests/sim/oracle_fault_view.py). It found the budget
+stop's gaps (policies/budget_stop.py), a join timeout shorter than the boot (burster/config.py) and
+a terminate whose lost reply was billed a listing grace late (burster/reconcile_nodes.py).
 
     python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json] [--trace PATH]
 
