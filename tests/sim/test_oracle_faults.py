@@ -14,7 +14,7 @@ from burster.app import DEMO_TRACE
 from burster.config import parse_config
 from burster.traces import load_trace
 from tests.sim.fuzz_oracle import draw
-from tests.sim.oracle_checks import all_checks
+from tests.sim.oracle_checks import all_checks, runs_on_nodes
 from tests.sim.oracle_fault_view import as_knowable
 from tests.sim.oracle_observe import Observed, observe_simulation
 
@@ -128,8 +128,6 @@ def test_a_run_no_pass_saw_is_billed_to_whom_the_node_served() -> None:
     """Fuzz seed 4 (twelve hours): a cloud run starts and leaves between two passes. The pool reports
     running jobs only, so no controller sees it; the spend checks attribute its part of the node's
     bill as the controller can (to whom the node served), the per-node totals are unchanged."""
-    from tests.sim.oracle_checks import runs_on_nodes
-
     d = draw(4, sorted({j.team for j in TRACE.jobs if j.team}))
     seen = observe_simulation(parse_config(d.raw), TRACE, seed=4, days=1.0, start_day=d.start_day,
                               estimate_error=d.sigma, policy=d.policy, hours=12, faults=d.faults)
