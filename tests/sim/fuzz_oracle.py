@@ -1,7 +1,8 @@
 """Random controller configs run through the accounting oracle: each seed draws a pool, the policy's
 switches, guards, budgets (global and per team, by period), a window of the trace (the demo's), an
 estimate error, notice lengths, spot rates, wait budgets, the tick, boot and restart times, the
-estimate and deadline rules, faults of the clouds' APIs (a third of the time:
+estimate and deadline rules, (from seed 1200 on) the pool's node size and GPU model, the prices of
+waiting, of a miss and of on-prem, zero limits, faults of the clouds' APIs (a third of the time:
 tests/sim/oracle_faults.py), and Burster's policy or (a quarter of the time) a baseline; it simulates
 that and runs every oracle check (``all_checks``, the hard budgets at every pass; bills held to what
 the controller could know where calls failed: tests/sim/oracle_fault_view.py). It found the budget
@@ -33,6 +34,8 @@ from tests.sim.oracle_checks import all_checks, budget_per_pass
 from tests.sim.oracle_fault_view import as_knowable
 from tests.sim.oracle_faults import Faults
 from tests.sim.oracle_observe import observe_simulation
+
+EXTRA_FROM_SEED = 1200  # seeds below draw no ``_draw_extra`` keys: their recorded findings replay as they were
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,8 @@ def draw(seed: int, teams: list[str]) -> Draw:
     raw["policy"] |= {"max_wait_s": r.choice([0, 600, 3600]), "deadline_margin_s": r.choice([0, 900])}
     budget["soft_fraction"] = r.choice([0.5, 0.8, 1.0])
     _draw_more(random.Random(f"more-{seed}"), raw)
+    if seed >= EXTRA_FROM_SEED:
+        _draw_extra(random.Random(f"extra-{seed}"), raw)
     return Draw(seed, raw, sigma, start_day, policy, _draw_faults(random.Random(f"faults-draw-{seed}")))
 
 
@@ -98,6 +103,28 @@ def _draw_more(r: random.Random, raw: dict[str, Any]) -> None:
                       "risk_switch": r.random() < 0.7, "join_timeout_s": r.choice([boot_s + 60, 1200]),
                       "defer_margin_s": r.choice([0, 120, 900]), "market_quantile": r.choice([0.0, 0.9]),
                       "defer_quantile": r.choice([0.05, 0.5]), "standby_window_s": r.choice([60, 900])}
+
+
+def _draw_extra(r: random.Random, raw: dict[str, Any]) -> None:
+    """The fortieth session's keys (their own stream too; seeds from ``EXTRA_FROM_SEED`` on): the pool's
+    node size and GPU model, the other clouds' notices, the prices of waiting, of a miss and of
+    on-prem, and the zero limits (a budget of $0, no nodes, no launches)."""
+    raw["pool"] |= {"gpus_per_node": r.choice([8, 8, 4]), "gpu_model": r.choice(["V100", "V100", "A100-80GB"])}
+    raw["cost"]["interruption_notice_s"] |= {"gcp": r.choice([0, 30]), "azure": r.choice([0, 30])}
+    raw["cost"] |= {"wait_value_usd_per_gpu_hour": r.choice([0.5, 2.5, 20.0]),
+                    "deadline_miss_usd": r.choice([0.0, 500.0, 5000.0]),
+                    "onprem_usd_per_gpu_hour": r.choice([0.5, 1.2, 4.0])}
+    budget = raw["budget"]
+    if r.random() < 0.1:
+        budget["total_usd"] = 0.0
+    if budget["team_usd"] and r.random() < 0.2:
+        budget["team_usd"][min(budget["team_usd"])] = 0.0
+    if r.random() < 0.1:
+        budget["period"] = "month"
+    if r.random() < 0.05:
+        raw["guards"]["max_nodes"] = 0
+    if r.random() < 0.05:
+        raw["guards"]["max_launches_per_minute"] = 0
 
 
 def findings(d: Draw, trace: Trace, hours: float | None) -> list[str]:
