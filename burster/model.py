@@ -81,6 +81,7 @@ class Node:
     protected: bool = False
     ended_at: datetime | None = None  # when the cloud says it went (terminated/preempted)
     exclusive: bool = False  # the pool starts there only its own job or one a Hold gives it (``Launch.exclusive``)
+    taken_back: bool = False  # ended, and its cloud says it took this spot node back (not a terminate of ours)
 
     @property
     def busy(self) -> bool:

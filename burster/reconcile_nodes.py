@@ -93,7 +93,7 @@ class NodeBook:
         if n.state is NodeState.TERMINATING:
             self.state.move(n.node_id, NodeState.TERMINATING)
         elif n.state in _ENDED:  # launched by us, and gone since: bill it
-            self.ended(n.node_id, n.ended_at or now, charge)
+            self.ended(n.node_id, n.ended_at or now, charge, taken_back=n.taken_back)
 
     def follow(self, node_id: str, cloud_state: NodeState) -> None:
         """Move a record forward to the state its cloud reports (LAUNCHING/READY)."""
@@ -165,7 +165,7 @@ class NodeBook:
                         # for gone too: it ran on to that end (charges nothing if that is before its record's)
                         self._charge_overrun(n.node_id, n.ended_at or now)
                         del watched[n.node_id]
-                    self.ended(n.node_id, n.ended_at or now, charge)
+                    self.ended(n.node_id, n.ended_at or now, charge, taken_back=n.taken_back)
                 elif rec.state in _ENDED:
                     if n.state in _FORWARD:  # running on: charged; a late listing of its end only so long
                         w = watched.get(n.node_id) or EndWatch(rec.ended_at or rec.launched_at, unseen=False)
@@ -191,15 +191,16 @@ class NodeBook:
                 del watched[node_id]
 
     def ended(self, node_id: str, now: datetime, charge: Callable[[str, datetime], None], *,
-              still_up: bool = False) -> None:
-        """End a record and bill it; a spot node with a standing notice that ends without this
-        controller's terminate was taken back by its cloud (``interrupted_spot_billed_s``), unless
-        ``still_up``: the books close while it runs (a simulation's stop), its cloud has taken nothing yet."""
+              still_up: bool = False, taken_back: bool = False) -> None:
+        """End a record and bill it; a spot node was taken back by its cloud (``interrupted_spot_billed_s``)
+        if its listing says so (``taken_back``: even after a terminate of ours, which came too late), or
+        if it had a standing notice and ends without this controller's terminate; not if ``still_up``:
+        the books close while it runs (a simulation's stop), its cloud has taken nothing yet."""
         rec = self.state.nodes.get(node_id)
         if rec is None or rec.state in _ENDED:
             return
-        if not still_up and rec.state is not NodeState.TERMINATING and rec.offering.market is Market.SPOT \
-                and node_id in self.state.notices:
+        if not still_up and rec.offering.market is Market.SPOT and (taken_back or (
+                rec.state is not NodeState.TERMINATING and node_id in self.state.notices)):
             self._taken_back.add(node_id)
         if rec.state is NodeState.REQUESTED:
             self.state.move(node_id, NodeState.FAILED, ended_at=now)

@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 STATES = {"pending": NodeState.LAUNCHING, "running": NodeState.READY, "shutting-down": NodeState.TERMINATING,
           "stopping": NodeState.TERMINATING, "stopped": NodeState.TERMINATING, "terminated": NodeState.TERMINATED}
 FILTER_VALUES_MAX = 200
+SPOT_TAKEN_BACK = "Server.SpotInstanceTermination"  # StateReason of a spot instance EC2 terminated (API: StateReason)
 LATE_LISTING_S = 300.0  # EC2 may list a new instance this late (its guide): a notice for one unlisted waits so long
 
 
@@ -221,8 +222,10 @@ class AwsProvider:
         launched = inst.get("LaunchTime")
         launched_at = launched.astimezone(UTC) if isinstance(launched, datetime) else self._now()
         state = STATES.get(inst.get("State", {}).get("Name", ""), NodeState.FAILED)
+        taken_back = state is NodeState.TERMINATED and market is Market.SPOT \
+            and (inst.get("StateReason") or {}).get("Code") == SPOT_TAKEN_BACK
         return Node(inst["InstanceId"], offering, state, launched_at, tags.get("burster-request-id", ""),
-                    team=tags.get("team", ""), exclusive=tagged_exclusive(tags))
+                    team=tags.get("team", ""), exclusive=tagged_exclusive(tags), taken_back=taken_back)
 
     def _describe_zones(self, region: str) -> list[dict[str, str]]:
         ec2 = self._client("ec2", region)

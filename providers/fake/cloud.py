@@ -45,6 +45,7 @@ class FakeCloudProvider:
         self._lose_terminate_reply = False
         self._lost_replies = 0
         self._list_ended = False
+        self._boot_slowly = False
         self.api_calls = 0
 
     # --- fault knobs ---------------------------------------------------------------------
@@ -89,10 +90,18 @@ class FakeCloudProvider:
         for about an hour (``on=False``: they drop out of listings, as when EC2 forgets them)."""
         self._list_ended = on
 
-    def end(self, node_id: str) -> None:
+    def boot_slowly(self, on: bool = True) -> None:
+        """Nodes launched from now on are listed LAUNCHING (booting) until ``up``."""
+        self._boot_slowly = on
+
+    def up(self, node_id: str) -> None:
+        self._nodes[node_id] = replace(self._nodes[node_id], state=NodeState.READY)
+
+    def end(self, node_id: str, *, taken_back: bool = False) -> None:
         """The node ends now, whoever ended it (a terminate that lagged takes effect, or someone
-        removed it outside the controller)."""
-        self._nodes[node_id] = replace(self._nodes[node_id], state=NodeState.TERMINATED, ended_at=self._now())
+        removed it outside the controller); ``taken_back``: its cloud took it back, and its listing says so."""
+        self._nodes[node_id] = replace(self._nodes[node_id], state=NodeState.TERMINATED, ended_at=self._now(),
+                                       taken_back=taken_back)
 
     def interrupt(self, node_id: str, kind: str = "spot-interruption", notice_s: float = 120) -> None:
         now = self._now()
@@ -157,7 +166,8 @@ class FakeCloudProvider:
 
     def _make(self, offering: Offering, request_id: str, labels: Mapping[str, str]) -> Node:
         node_id = f"{self.name}-{next(self._ids):06d}"
-        node = Node(node_id, offering, NodeState.READY, self._now(), request_id,
+        state = NodeState.LAUNCHING if self._boot_slowly else NodeState.READY
+        node = Node(node_id, offering, state, self._now(), request_id,
                     team=labels.get("team", ""), exclusive=tagged_exclusive(labels))
         self._nodes[node_id] = node
         self._labels[node_id] = {"managed-by": "burster", "request-id": request_id, **labels}

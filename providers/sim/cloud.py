@@ -189,7 +189,7 @@ class SimCloudProvider:
     def _preempt(self, node_id: str, now: datetime) -> None:
         node = self._nodes.pop(node_id, None)
         if node is not None:
-            self._gone[node_id] = replace(node, state=NodeState.TERMINATED, ended_at=now)
+            self._gone[node_id] = replace(node, state=NodeState.TERMINATED, ended_at=now, taken_back=True)
             run_s = (now - node.launched_at).total_seconds()
             if run_s > 0 and interrupted_spot_billed_s(self.name, run_s) == 0.0:
                 list_s = billing_rule(self.name).billed_s(run_s)

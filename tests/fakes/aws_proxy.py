@@ -14,6 +14,10 @@ boto3 talks to the proxy (``endpoint_url``); the proxy forwards to moto unless a
   (``AWSPriceListService.GetProducts``, JSON 1.1), which moto lacks, is served here in the
   documented response shape (see aws_events/pricing_get_products_cli_example.json).
 
+- ``spot_taken_back(instance_id)``: DescribeInstances shows that (ended) instance's ``stateReason`` as
+  ``Server.SpotInstanceTermination``, as EC2 does for a spot instance it took back (moto knows only
+  the reason of our own terminate).
+
 It also fills one moto gap: CreateLaunchTemplateVersion's ``SourceVersion`` (moto stores only
 the new data; EC2 copies the source version and applies the new data over it).
 """
@@ -113,6 +117,7 @@ class AwsFaultProxy:
             self._capacity = 0
             self._partial: list[int] = []
             self._pricing_failures = 0
+            self.taken_back: set[str] = set()
             self.calls.clear()
 
     def throttle(self, calls: int) -> None:
@@ -130,6 +135,10 @@ class AwsFaultProxy:
     def partial_next(self, fulfilled: int) -> None:
         with self._lock:
             self._partial.append(fulfilled)
+
+    def spot_taken_back(self, instance_id: str) -> None:
+        with self._lock:
+            self.taken_back.add(instance_id)
 
     def set_on_demand_price(self, instance_type: str, region: str, usd: float) -> None:
         with self._lock:
@@ -218,6 +227,8 @@ class _Handler(BaseHTTPRequestHandler):
         status, headers, data = self._forward(body)
         if fault and fault[0] == "partial" and status == 200:
             data = _add_error_item(data, params)
+        if action == "DescribeInstances" and status == 200 and self.owner.taken_back:
+            data = _spot_reason(data, self.owner.taken_back)
         if action == "CreateLaunchTemplateVersion" and status == 200 and params.get("SourceVersion"):
             _apply_source_version(region, params, data)
         self._reply(status, data, headers.get("Content-Type", "text/xml"))
@@ -326,6 +337,22 @@ def _add_error_item(data: bytes, params: dict[str, str]) -> bytes:
     for el in item.iter():  # moto's namespace may lack the trailing slash; follow the document's
         el.tag = ns + el.tag.split("}", 1)[1]
     errors.append(item)
+    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root)
+
+
+def _spot_reason(data: bytes, instance_ids: set[str]) -> bytes:
+    """DescribeInstances' answer with these instances' stateReason set to EC2's spot take-back."""
+    ET.register_namespace("", EC2_NS)
+    root = ET.fromstring(data)
+    ns = root.tag.split("}")[0] + "}" if root.tag.startswith("{") else ""
+    for item in root.iter(f"{ns}item"):
+        if item.findtext(f"{ns}instanceId") in instance_ids and (reason := item.find(f"{ns}stateReason")) is not None:
+            for tag, text in (("code", "Server.SpotInstanceTermination"), ("message", "Server.SpotInstanceTermination: "
+                                                                           "Spot instance termination")):
+                el = reason.find(f"{ns}{tag}")
+                if el is None:
+                    el = ET.SubElement(reason, f"{ns}{tag}")
+                el.text = text
     return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root)
 
 

@@ -70,3 +70,22 @@ def test_an_instance_stopped_outside_the_controller_is_terminated() -> None:
     assert described["Reservations"][0]["Instances"][0]["State"]["Name"] in ("shutting-down", "terminated")
     (entry,) = rec.state.ledger
     assert entry.node_id == node.node_id and entry.end == clock.now()
+
+
+@pytest.mark.parametrize("taken_back", [True, False])
+def test_a_spot_instance_ec2_took_back_in_its_first_hour_is_not_billed(taken_back: bool) -> None:
+    """No interruption queue is configured, so no notice comes: the listing's StateReason
+    (``Server.SpotInstanceTermination``) alone says EC2 took the instance back, which AWS does not
+    bill in its first hour; an instance terminated outside us for any other reason is billed."""
+    b, provider, node, clock, rec = _adopted_idle_instance(f"prewarm-taken-{taken_back}", idle_ttl_s=7200)
+    b.client("ec2").terminate_instances(InstanceIds=[node.node_id])  # EC2 (or someone) ends it, not us
+    if taken_back:
+        b.proxy.spot_taken_back(node.node_id)
+    listed = {n.node_id: n for n in provider.list_nodes()}[node.node_id]
+    assert (listed.state, listed.taken_back) == (NodeState.TERMINATED, taken_back)
+    clock.advance(600)
+    report = rec.run_once()
+    assert not report.errors and rec.state.nodes[node.node_id].state is NodeState.TERMINATED
+    (entry,) = rec.state.ledger
+    assert (entry.billed_s == 0.0) is taken_back
+    assert entry.reason.endswith("taken back by its cloud in its first hour: not billed") is taken_back
