@@ -357,6 +357,8 @@ class Reconciler:
             if rec.state in (NodeState.READY, NodeState.CHECKPOINTING):
                 self.pool.drain(node_id)
                 self.nodes.mark(node_id, NodeState.DRAINING)
+            elif rec.state is NodeState.LAUNCHING:  # should the terminate fail, it joins drained: nothing starts there
+                self.pool.drain(node_id)
             if self.nodes.left_to_cloud(node_id, self.clock.now()):
                 note = f"{node_id} drained, not terminated: its cloud takes it back unbilled at its notice's time"
                 log.info("%s (%s)", note, reason)

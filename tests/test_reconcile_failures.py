@@ -198,3 +198,28 @@ def test_an_interrupted_nodes_job_is_relaunched_on_another_pool() -> None:
     report = w.rec.run_once()  # the checkpoint is done: drained, terminated, the job requeued and relaunched
     (again,) = report.plan.launches
     assert again.job_id == "b" and again.offering == DEAR and not w.rec.state.is_live(node_id)
+
+
+def test_a_booting_node_whose_terminate_was_refused_joins_drained_and_runs_nothing() -> None:
+    """Fuzz seed 1300: a node past its join timeout was terminated, the call refused; it came up,
+    joined and its job started there, to be killed by the terminate made again the next pass. The
+    pool is told to drain a booting node before it is terminated, so it takes no job if it joins."""
+    w = World()
+    w.cloud.boot_slowly()
+    w.job("a")
+    w.job("b")
+    w.rec.run_once()
+    (node,) = w.cloud.list_nodes()
+    w.pool.expect(node.node_id, node.offering, "b")  # launched into the pool for b, booting
+    w.clock.advance(1200)
+    w.cloud.fail_next_terminate(TransientError("fake: 503 on terminate"))
+    report = w.rec.run_once()
+    assert report.errors and w.rec.state.nodes[node.node_id].state is NodeState.TERMINATING
+    w.cloud.up(node.node_id)
+    w.pool.join(node.node_id)  # its boot was only slow
+    w.pool.schedule(w.clock.now())
+    assert not any(node.node_id in p.node_ids for p in w.pool.running())
+    w.clock.advance(10)
+    w.rec.run_once()  # the terminate made again kills nothing
+    assert node.node_id not in {n.node_id for n in w.cloud.list_nodes()}
+    assert w.rec.state.nodes[node.node_id].state is NodeState.TERMINATED
