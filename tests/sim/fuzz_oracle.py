@@ -2,12 +2,14 @@
 switches, guards, budgets (global and per team, by period), a window of the trace (the demo's), an
 estimate error, notice lengths, spot rates, wait budgets, the tick, boot and restart times, the
 estimate and deadline rules, (from seed 1200 on) the pool's node size and GPU model, the prices of
-waiting, of a miss and of on-prem, zero limits, faults of the clouds' APIs (a third of the time:
-tests/sim/oracle_faults.py), and Burster's policy or (a quarter of the time) a baseline; it simulates
-that and runs every oracle check (``all_checks``, the hard budgets at every pass; bills held to what
-the controller could know where calls failed: tests/sim/oracle_fault_view.py). It found the budget
-stop's gaps (policies/budget_stop.py), a join timeout shorter than the boot (burster/config.py) and
-a terminate whose lost reply was billed a listing grace late (burster/reconcile_nodes.py).
+waiting, of a miss and of on-prem, zero limits, (from seed 1700 on) protected nodes, faults of the
+clouds' APIs (a third of the time: tests/sim/oracle_faults.py), and Burster's policy or (a quarter of
+the time) a baseline; it simulates that and runs every oracle check (``all_checks``, the hard budgets
+at every pass; bills held to what the controller could know where calls failed:
+tests/sim/oracle_fault_view.py; protected nodes never touched). It found the budget stop's gaps
+(policies/budget_stop.py), a join timeout shorter than the boot (burster/config.py), a terminate
+whose lost reply was billed a listing grace late (burster/reconcile_nodes.py) and a booting node
+that a refused terminate left to take a job (burster/reconciler.py).
 
     python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json] [--trace PATH]
 
@@ -30,12 +32,14 @@ from burster.app import DEMO_TRACE, POLICIES
 from burster.config import parse_config
 from burster.errors import InputError
 from burster.traces import Trace, load_trace
+from tests.sim.oracle_actions import check_protected
 from tests.sim.oracle_checks import all_checks, budget_per_pass
 from tests.sim.oracle_fault_view import as_knowable
 from tests.sim.oracle_faults import Faults
 from tests.sim.oracle_observe import observe_simulation
 
 EXTRA_FROM_SEED = 1200  # seeds below draw no ``_draw_extra`` keys: their recorded findings replay as they were
+PROTECT_FROM_SEED = 1700  # nor, below this, protected nodes (``_draw_protected``)
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ def draw(seed: int, teams: list[str]) -> Draw:
     _draw_more(random.Random(f"more-{seed}"), raw)
     if seed >= EXTRA_FROM_SEED:
         _draw_extra(random.Random(f"extra-{seed}"), raw)
+    if seed >= PROTECT_FROM_SEED:
+        _draw_protected(random.Random(f"protect-{seed}"), raw)
     return Draw(seed, raw, sigma, start_day, policy, _draw_faults(random.Random(f"faults-draw-{seed}")))
 
 
@@ -127,6 +133,15 @@ def _draw_extra(r: random.Random, raw: dict[str, Any]) -> None:
         raw["guards"]["max_launches_per_minute"] = 0
 
 
+def _draw_protected(r: random.Random, raw: dict[str, Any]) -> None:
+    """Protected nodes (a quarter of the seeds without budgets: a protected node is never stopped, so it
+    may run past any budget), by the simulated clouds' ids: the first few each cloud launches."""
+    b = raw["budget"]
+    if b.get("total_usd") is None and not b["team_usd"] and r.random() < 0.25:
+        ids = [f"{cloud}-{k:06d}" for cloud in ("aws", "gcp", "azure") for k in range(1, 6)]
+        raw["guards"]["protected_node_ids"] = sorted(r.sample(ids, r.choice([1, 3, 6])))
+
+
 def findings(d: Draw, trace: Trace, hours: float | None) -> list[str]:
     """Every oracle check's findings for one draw (an exception is one)."""
     b = d.raw["budget"]
@@ -137,7 +152,8 @@ def findings(d: Draw, trace: Trace, hours: float | None) -> list[str]:
                                   faults=d.faults)
     except Exception:  # a crash is a finding, reported with its traceback
         return [traceback.format_exc()]
-    return all_checks(seen, billed_as=as_knowable(seen))
+    protected = frozenset(d.raw["guards"].get("protected_node_ids", ()))
+    return [*all_checks(seen, billed_as=as_knowable(seen)), *check_protected(seen, protected)]
 
 
 def main(argv: list[str] | None = None) -> int:

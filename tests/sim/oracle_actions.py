@@ -232,3 +232,13 @@ def check_preemptions(seen: Observed) -> list[str]:
                 out.append(f"job {job_id}, preempted on-prem {len(segs) - 1} time(s), did {ran:.3f} s of work "
                            f"with the checkpoints kept; its true runtime is {truth[job_id]} s")
     return out
+
+
+def check_protected(seen: Observed, protected: frozenset[str]) -> list[str]:
+    """Protected nodes are never touched (``guards.protected_node_ids``): none is terminated (one
+    ends only taken back by its cloud, or is up at the stop), drained, checkpointed or held."""
+    out = [f"protected {i} was terminated at {n.end}" for i, n in sorted(seen.nodes.items())
+           if i in protected and n.end is not None and not n.taken_back]
+    out += [f"protected {c.node_id}: the controller asked the pool to {c.kind} it at {c.at}"
+            for c in seen.pool_calls if c.node_id in protected and c.kind in ("drain", "checkpoint", "hold")]
+    return out

@@ -1,5 +1,6 @@
 """The fuzzing tool (tests/sim/fuzz_oracle.py): a seed's draw is fixed, a run of it passes every
-oracle check, and a bad ``--seeds`` says what to give."""
+oracle check, later seeds draw more keys (and protected nodes, checked untouched), and a bad
+``--seeds`` says what to give."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from pathlib import Path
 import pytest
 
 from burster.app import DEMO_TRACE
+from burster.config import parse_config
 from burster.traces import load_trace
 from tests.sim.fuzz_oracle import draw, main
+from tests.sim.oracle_actions import check_protected
+from tests.sim.oracle_observe import observe_simulation
 
-TEAMS = sorted({j.team for j in load_trace(DEMO_TRACE, "philly").jobs if j.team})
+TRACE = load_trace(DEMO_TRACE, "philly")
+TEAMS = sorted({j.team for j in TRACE.jobs if j.team})
 
 
 def test_a_seeds_draw_is_the_same_every_time_and_seeds_differ() -> None:
@@ -51,3 +56,37 @@ def test_a_seed_that_makes_the_clouds_fail_says_how(capsys: pytest.CaptureFixtur
     got = json.loads(capsys.readouterr().out)
     assert got["ok"] and got["faults"] == d.faults.as_dict() and set(got["faults"]) == {
         "launch_refused", "launch_reply_lost", "listing_failed", "terminate_failed", "terminate_reply_lost"}
+
+
+def test_from_seed_1200_on_the_pool_size_model_and_zero_limits_are_drawn_and_parse() -> None:
+    drawn = [draw(s, TEAMS).raw for s in range(1200, 1260)]
+    assert all("gpus_per_node" not in draw(s, TEAMS).raw["pool"] for s in range(1190, 1200))
+    assert {r["pool"]["gpus_per_node"] for r in drawn} == {4, 8}
+    assert {r["pool"]["gpu_model"] for r in drawn} == {"V100", "A100-80GB"}
+    assert any(r["budget"].get("total_usd") == 0.0 for r in drawn)
+    assert any(r["guards"]["max_nodes"] == 0 for r in drawn) and any(
+        r["guards"]["max_launches_per_minute"] == 0 for r in drawn)
+    for r in drawn:
+        parse_config(r)
+
+
+def test_protected_nodes_are_drawn_without_budgets_and_never_touched() -> None:
+    """Seed 1718 protects the first nodes its clouds launch: two are taken back by their cloud, three
+    are up at the stop, none is terminated, drained or checkpointed; a node the controller did
+    terminate, were it protected, would be a finding."""
+    drawn = [draw(s, TEAMS) for s in range(1700, 1800)]
+    assert all("protected_node_ids" not in draw(s, TEAMS).raw["guards"] for s in range(1690, 1700))
+    with_ids = [d for d in drawn if d.raw["guards"].get("protected_node_ids")]
+    assert with_ids and all(d.raw["budget"].get("total_usd") is None and not d.raw["budget"]["team_usd"]
+                            for d in with_ids)
+    d = draw(1718, TEAMS)
+    protected = frozenset(d.raw["guards"]["protected_node_ids"])
+    seen = observe_simulation(parse_config(d.raw), TRACE, seed=d.seed, days=1.0, start_day=d.start_day,
+                              estimate_error=d.sigma, policy=d.policy, hours=6, faults=d.faults)
+    launched = [seen.nodes[i] for i in protected if i in seen.nodes]
+    assert sum(n.taken_back for n in launched) == 2 and sum(n.end is None for n in launched) == 3
+    assert check_protected(seen, protected) == []
+    ours = sorted(i for i, n in seen.nodes.items() if n.end is not None and not n.taken_back)
+    found = check_protected(seen, frozenset(ours[:1]))
+    assert found[0] == f"protected {ours[0]} was terminated at {seen.nodes[ours[0]].end}"
+    assert any(f.startswith(f"protected {ours[0]}: the controller asked the pool to drain") for f in found)
