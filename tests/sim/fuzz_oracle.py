@@ -19,24 +19,28 @@ One line per seed: ``ok`` or the config, then the first findings; exit status 1 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import random
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from burster.app import DEMO_TRACE, POLICIES
 from burster.config import parse_config
 from burster.errors import InputError
+from burster.reconciler import PassReport
 from burster.traces import Trace, load_trace
 from tests.sim.oracle_actions import check_protected
 from tests.sim.oracle_checks import all_checks, budget_per_pass
 from tests.sim.oracle_fault_view import as_knowable
 from tests.sim.oracle_faults import Faults
-from tests.sim.oracle_observe import observe_simulation
+from tests.sim.oracle_observe import Observed, observe_simulation
+from tests.sim.oracle_restarts import PassLog, restart_findings
 
 EXTRA_FROM_SEED = 1200  # seeds below draw no ``_draw_extra`` keys: their recorded findings replay as they were
 PROTECT_FROM_SEED = 1700  # nor, below this, protected nodes (``_draw_protected``)
@@ -142,18 +146,31 @@ def _draw_protected(r: random.Random, raw: dict[str, Any]) -> None:
         raw["guards"]["protected_node_ids"] = sorted(r.sample(ids, r.choice([1, 3, 6])))
 
 
-def findings(d: Draw, trace: Trace, hours: float | None) -> list[str]:
-    """Every oracle check's findings for one draw (an exception is one)."""
+def findings(d: Draw, trace: Trace, hours: float | None, restarts: int = 0) -> list[str]:
+    """Every oracle check's findings for one draw (an exception is one); ``restarts``: then run it again
+    kept in SQLite, the controller restarted so many times, and compare (tests/sim/oracle_restarts.py)."""
     b = d.raw["budget"]
+    protected = frozenset(d.raw["guards"].get("protected_node_ids", ()))
+    observe = functools.partial(observe_simulation, parse_config(d.raw), trace, seed=d.seed, days=1.0,
+                                start_day=d.start_day, estimate_error=d.sigma, policy=d.policy, hours=hours,
+                                faults=d.faults)
+
+    def checks(seen: Observed) -> list[str]:
+        return [*all_checks(seen, billed_as=as_knowable(seen)), *check_protected(seen, protected)]
+
+    def budgets() -> Callable[[Observed, PassReport], list[str]]:
+        return budget_per_pass(b.get("total_usd"), b["team_usd"], b["period"])  # type: ignore[no-any-return]
+
+    log = PassLog(budgets())
     try:
-        seen = observe_simulation(parse_config(d.raw), trace, seed=d.seed, days=1.0, start_day=d.start_day,
-                                  estimate_error=d.sigma, policy=d.policy, hours=hours,
-                                  per_pass=budget_per_pass(b.get("total_usd"), b["team_usd"], b["period"]),
-                                  faults=d.faults)
+        seen = observe(per_pass=log)
+        found = checks(seen)
+        if restarts and not found:
+            found = restart_findings(observe, seen, log, count=restarts, seed=d.seed, checks=checks,
+                                     per_pass=budgets())
     except Exception:  # a crash is a finding, reported with its traceback
         return [traceback.format_exc()]
-    protected = frozenset(d.raw["guards"].get("protected_node_ids", ()))
-    return [*all_checks(seen, billed_as=as_knowable(seen)), *check_protected(seen, protected)]
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hours", type=float, default=None, help="stop this long after the window opens "
                     "(default: once the window's jobs are done)")
     ap.add_argument("--json", action="store_true", help="one JSON object per seed")
+    ap.add_argument("--restarts", type=int, default=0, metavar="K", help="also run each seed kept in SQLite, "
+                    "the controller restarted K times, and check it plans as the uninterrupted run (default 0)")
     ap.add_argument("--trace", default=str(DEMO_TRACE), help="a job trace (default: the bundled demo week; "
                     "its first five days are drawn from)")
     a = ap.parse_args(argv)
@@ -176,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for seed in range(int(first), int(end)):
         d, t0 = draw(seed, teams), time.monotonic()
-        found = findings(d, trace, a.hours)
+        found = findings(d, trace, a.hours, a.restarts)
         failed += bool(found)
         if a.json:
             wall_s = round(time.monotonic() - t0, 1)

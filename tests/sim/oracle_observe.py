@@ -19,9 +19,10 @@ from burster.errors import PartialLaunchError
 from burster.lifecycle import NodeState
 from burster.model import EXCLUSIVE_LABEL, Demand, Node, Offering, Snapshot, Spend
 from burster.plan import Plan
-from burster.reconciler import PassReport
+from burster.reconciler import PassReport, Reconciler
 from burster.sim.engine import run
 from burster.sim.summary import summarize
+from burster.state import MemoryState
 from burster.traces import Trace
 from tests.sim.oracle_faults import Faults, FaultyCloud
 
@@ -216,12 +217,22 @@ class Observed:
 def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: float, start_day: float = 0.0,
                        estimate_error: float = 0.0, policy: str = "burster", hours: float | None = None,
                        per_pass: Callable[[Observed, PassReport], list[str]] | None = None,
-                       faults: Faults | None = None) -> Observed:
+                       faults: Faults | None = None, state: Callable[[], MemoryState] | None = None,
+                       restarts: Sequence[datetime] = ()) -> Observed:
     """Build and run ``burster simulate``'s simulation, recording it; ``hours``: stop that long after
     the window opens (default: when ``build_simulation`` says, a week after the window); ``per_pass``
-    checks each pass; ``faults``: each cloud's API fails so (``FaultyCloud``, before the recorder)."""
-    sim = build_simulation(config, trace, policy=policy, seed=seed, days=days, start_day=start_day,
-                           estimate_error=estimate_error)
+    checks each pass; ``faults``: each cloud's API fails so (``FaultyCloud``, before the recorder);
+    ``state``: opens the controller's store (default: in memory); ``restarts``: after the pass at each
+    of these instants the controller is thrown away and a new one (a fresh policy, ``state()`` opened
+    again) goes on from the store alone, the clouds and the pool going on as they were."""
+    if restarts and state is None:
+        raise ValueError("a restart needs a store to go on from: pass state")
+
+    def build(store: Callable[[], MemoryState] | None = None) -> Simulation:
+        return build_simulation(config, trace, policy=policy, seed=seed, days=days, start_day=start_day,
+                                estimate_error=estimate_error, state=store)
+
+    sim = build(state)
     world: Any = sim.world
     book: dict[str, CloudNode] = {}
     faulty: dict[str, FaultyCloud] = {}
@@ -254,7 +265,14 @@ def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: 
         if per_pass is not None:
             seen.checks_per_pass.extend(per_pass(seen, report))
 
-    seen.passes = run(world, rec, sim.clock, tick_s=tick_s, end=end, on_pass=on_pass)
+    for at in (*sorted(t for t in restarts if t < end), end):
+        seen.passes += run(world, rec, sim.clock, tick_s=tick_s, end=at, on_pass=on_pass, last=at == end)
+        if at < end and state is not None:  # the controller goes away: a new one has only its store
+            rec.state.close()
+            fresh = PolicyTap(build().reconciler.policy, spends, live_seen if faults is not None else None, runs_seen)
+            rec = sim.reconciler = Reconciler(providers=rec.providers, pool=rec.pool, policy=fresh, clock=sim.clock,
+                                              state=state(),
+                                              budget_period=config.budget.period, signals=rec.signal_sources)
     seen.summary = summarize(metrics=world.pool.metrics, ledger=rec.state.ledger,
                              launches=sum(c.launches for c in world.clouds.values()), passes=seen.passes,
                              policy=policy, trace=trace.name, pool_gpus=sim.pool_gpus, seed=seed, wall_s=0.0)
