@@ -11,7 +11,10 @@ tests/sim/oracle_fault_view.py; protected nodes never touched). It found the bud
 whose lost reply was billed a listing grace late (burster/reconcile_nodes.py) and a booting node
 that a refused terminate left to take a job (burster/reconciler.py).
 
-    python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json] [--trace PATH]
+    python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json] [--trace PATH] [--restarts K]
+
+``--restarts K`` also runs each seed kept in SQLite with the controller restarted K times and checks
+it plans as the uninterrupted run (tests/sim/oracle_restarts.py).
 
 One line per seed: ``ok`` or the config, then the first findings; exit status 1 if any seed found one.
 """
