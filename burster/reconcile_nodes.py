@@ -49,6 +49,7 @@ class NodeBook:
         self.listing_grace_s = listing_grace_s
         self.strays: dict[str, str] = {}  # node id -> provider: recorded as ended, listed alive
         self.unterminated: set[str] = set()  # terminating (the call failed) or stopped outside us: terminate
+        self.refused: set[str] = set()  # nodes whose last terminate failed: made again next pass, listed or not
         self.missing: dict[str, datetime] = {}  # node id -> when a listing that still leaves it out ends it
         self._running: Sequence[Placement] | None = None  # the last pool placements seen ...
         self._on: dict[str, Placement] = {}  # ... and the run on each of their cloud nodes
@@ -133,8 +134,9 @@ class NodeBook:
         ``listing_grace_s``; one left terminating at once, charged to now: our terminate went
         through with its reply lost, or it went since), and note in ``strays`` nodes recorded as
         ended (for ``listing_grace_s`` or more) and in ``unterminated`` nodes left terminating (the
-        call failed) that a listing shows, and live ones it shows stopping or stopped outside the
-        controller (a stopped VM bills its disks until it is terminated). An ended record listed
+        call failed) that a listing shows or whose terminate was refused (``refused``: listed or not),
+        and live ones it shows stopping or stopped outside the controller (a stopped VM bills its disks
+        until it is terminated). An ended record listed
         running is charged up to each such listing, and up to the first that leaves it out (as a
         live node is) unless the controller's terminate of it went through first
         (``terminated_stray``), or to its end if a listing shows it ended; it is a stray a grace
@@ -189,6 +191,8 @@ class NodeBook:
                             if w.running and i not in seen and records[i].provider == provider]:
                 self._charge_overrun(node_id, now)  # gone at last: charged to the listing without it
                 del watched[node_id]
+        self.refused = {i for i in self.refused if (r := records.get(i)) and r.state is NodeState.TERMINATING}
+        self.unterminated |= self.refused  # a listing that failed would leave them billing a tick more
 
     def ended(self, node_id: str, now: datetime, charge: Callable[[str, datetime], None], *,
               still_up: bool = False, taken_back: bool = False) -> None:

@@ -4,6 +4,8 @@ refuses, checkpoints and drains the pool refuses, a pool that cannot be read, an
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from burster.errors import TransientError
 from burster.lifecycle import NodeState
 from tests.test_reconciler import CHEAP, DEAR, World
@@ -223,3 +225,27 @@ def test_a_booting_node_whose_terminate_was_refused_joins_drained_and_runs_nothi
     w.rec.run_once()  # the terminate made again kills nothing
     assert node.node_id not in {n.node_id for n in w.cloud.list_nodes()}
     assert w.rec.state.nodes[node.node_id].state is NodeState.TERMINATED
+
+
+def test_a_refused_terminate_is_made_again_next_pass_though_that_listing_fails() -> None:
+    """Fuzz seed 1463: a node whose terminate was refused was tried again only once a listing showed
+    it still up, so a listing that failed in between let it bill another tick (past a team's budget).
+    A terminate is idempotent: one that failed is made again at the next pass, listed or not."""
+    w = World()
+    w.cloud.launch(CHEAP, 1, request_id="prewarm-1")
+    w.rec.run_once()  # adopts the idle node
+    (node,) = w.cloud.list_nodes()
+    w.clock.advance(3600)
+    w.cloud.fail_next_terminate(TransientError("fake: 503 on terminate"))
+    w.rec.run_once()
+    assert w.rec.state.nodes[node.node_id].state is NodeState.TERMINATING
+    w.clock.advance(10)
+    w.cloud.fail_next_list(TransientError("fake: listing timed out"))
+    report = w.rec.run_once()
+    assert "fake: listing timed out" not in " ".join(report.errors)  # a degraded provider is a warning
+    assert w.cloud.list_nodes() == []  # made again without a listing to show it up
+    w.clock.advance(10)
+    w.rec.run_once()
+    assert w.rec.state.nodes[node.node_id].state is NodeState.TERMINATED
+    (entry,) = w.rec.state.ledger
+    assert entry.end == w.clock.now() - timedelta(seconds=10)  # billed until the terminate that took

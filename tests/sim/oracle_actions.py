@@ -14,7 +14,7 @@ import heapq
 from collections import defaultdict
 from datetime import datetime, timedelta
 
-from tests.sim.oracle_observe import Observed, PoolCall, Segment
+from tests.sim.oracle_observe import CloudNode, Observed, PoolCall, Segment
 
 ONPREM = "onprem-"  # the simulated pool's reserved node ids: onprem-0000, ...
 
@@ -124,8 +124,9 @@ def handed_usd_by_team(seen: Observed, upto: datetime) -> dict[str, float]:
 def pool_slips_usd(seen: Observed, now: datetime, period: str, tick_s: float) -> dict[str, float]:
     """By team, in the budget period, the bill of each run the pool itself started for the team's job on
     a node serving another team (not handed by the controller: no Hold) up to the node's end, where that
-    came within a pass (``tick_s``): what a team at its hard budget may run past it, the stop ending such
-    a run at the first pass after it, no checkpoint written (docs/policy.md, Guards)."""
+    came within a pass (``tick_s``), or later only as each pass's terminate of it was refused: what a team
+    at its hard budget may run past it, the stop ending such a run at the first pass after it, no
+    checkpoint written (docs/policy.md, Guards)."""
     from tests.sim.oracle_checks import _in_period, node_parts, period_began, runs_on_nodes
 
     since, handed = period_began(period, now), {(c.node_id, c.job_id) for c in handed_nodes(seen) if c.at <= now}
@@ -136,9 +137,21 @@ def pool_slips_usd(seen: Observed, now: datetime, period: str, tick_s: float) ->
         started = {(g.start, jobs[g.job_id].team): g.job_id for g in on}
         for team, start, end, usd in node_parts(n, now, on, jobs)[1:] if n.launched_at <= now else ():
             job = started.get((start, team))
-            if job is not None and (n.node_id, job) not in handed and (end - start).total_seconds() <= tick_s:
+            if job is not None and (n.node_id, job) not in handed and _stopped_in_time(seen, n, start, end, tick_s):
                 out[team] += _in_period(usd, start, end, since)
     return out
+
+
+def _stopped_in_time(seen: Observed, n: CloudNode, start: datetime, end: datetime, tick_s: float) -> bool:
+    """The part ended within a pass of its start, or (its cloud's API failing) every pass since tried
+    to terminate its node, each refused, until one went through."""
+    cloud = seen.faulty.get(n.offering.provider)
+    t = start
+    for refused in sorted(r for r in (cloud.refused.get(n.node_id, []) if cloud else []) if start < r < end):
+        if (refused - t).total_seconds() > tick_s:
+            return False
+        t = refused
+    return (end - t).total_seconds() <= tick_s
 
 
 def check_reserved_holds(seen: Observed, *, exact_estimates: bool) -> list[str]:

@@ -43,6 +43,7 @@ class FaultyCloud:
         self.failed: dict[str, int] = {}  # kind -> calls failed so far
         self.listed_at: list[datetime] = []  # when a listing went through, in order
         self.unanswered: set[str] = set()  # nodes made by a launch whose reply was lost
+        self.refused: dict[str, list[datetime]] = {}  # node -> when a terminate naming it failed, doing nothing
 
     def offerings(self) -> Sequence[Offering]:
         return self._inner.offerings()  # type: ignore[no-any-return]
@@ -72,7 +73,10 @@ class FaultyCloud:
         return nodes
 
     def terminate(self, node_ids: Sequence[str], *, request_id: str) -> None:
-        self._maybe("terminate_failed", f"{self.name}: terminate failed (503)")
+        if self._roll("terminate_failed"):
+            for node_id in node_ids:
+                self.refused.setdefault(node_id, []).append(self._now())
+            raise TransientError(f"{self.name}: terminate failed (503)", provider=self.name)
         self._inner.terminate(node_ids, request_id=request_id)
         self._maybe("terminate_reply_lost", f"{self.name}: the reply to terminate {request_id} was lost")
 
