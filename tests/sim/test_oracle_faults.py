@@ -12,9 +12,11 @@ import pytest
 
 from burster.app import DEMO_TRACE
 from burster.config import parse_config
+from burster.plan import Plan
+from burster.reconciler import PassReport
 from burster.traces import load_trace
 from tests.sim.fuzz_oracle import draw
-from tests.sim.oracle_checks import all_checks, runs_on_nodes
+from tests.sim.oracle_checks import all_checks, budget_per_pass, runs_on_nodes
 from tests.sim.oracle_fault_view import as_knowable
 from tests.sim.oracle_observe import Observed, observe_simulation
 
@@ -139,3 +141,20 @@ def test_a_run_no_pass_saw_is_billed_to_whom_the_node_served() -> None:
     every, seen_only = runs_on_nodes(seen), runs_on_nodes(seen, seen_by_a_pass=True)
     assert all(g in every[i] and g not in seen_only[i] for i in g.node_ids)
     assert sum(map(len, every.values())) - sum(map(len, seen_only.values())) == len(g.node_ids)
+
+
+def test_a_run_the_pool_started_outlasts_a_pass_only_as_each_terminate_of_its_node_is_refused() -> None:
+    """Seed 1463 (a baseline, a team's budget $0, a fifth of terminates refused): the pool starts the
+    team's job on another team's node 1 s before a pass; that pass drains it and its terminate is
+    refused, the next one's goes through, 11 s after the start. The team may run so far past its $0,
+    and no further: forget the refused terminate and the check finds the team over its budget."""
+    d = draw(1463, sorted({j.team for j in TRACE.jobs if j.team}))
+    b = d.raw["budget"]
+    assert b["team_usd"]["vc_0e4a51"] == 0.0
+    seen = _run(1463, hours=17.34, policy="uniform-progress")
+    check = budget_per_pass(b.get("total_usd"), b["team_usd"], b["period"])
+    assert check(seen, PassReport(seen.stop, Plan())) == []
+    refused = seen.faulty["azure"].refused
+    refused.pop("azure-000020")
+    found = check(seen, PassReport(seen.stop, Plan()))
+    assert found and all("team vc_0e4a51's" in f and "past its budget $0.00" in f for f in found), found
