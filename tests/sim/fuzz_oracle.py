@@ -6,7 +6,7 @@ waiting, of a miss and of on-prem, zero limits, (from seed 1700 on) protected no
 clouds' APIs (a third of the time: tests/sim/oracle_faults.py), and Burster's policy or (a quarter of
 the time) a baseline; it simulates that and runs every oracle check (``all_checks``, the hard budgets
 at every pass; bills held to what the controller could know where calls failed:
-tests/sim/oracle_fault_view.py; protected nodes never touched). It found the budget stop's gaps
+tests/sim/oracle_fault_view.py; protected nodes never stopped). It found the budget stop's gaps
 (policies/budget_stop.py), a join timeout shorter than the boot (burster/config.py), a terminate
 whose lost reply was billed a listing grace late (burster/reconcile_nodes.py) and a booting node
 that a refused terminate left to take a job (burster/reconciler.py).

@@ -248,10 +248,11 @@ def check_preemptions(seen: Observed) -> list[str]:
 
 
 def check_protected(seen: Observed, protected: frozenset[str]) -> list[str]:
-    """Protected nodes are never touched (``guards.protected_node_ids``): none is terminated (one
-    ends only taken back by its cloud, or is up at the stop), drained, checkpointed or held."""
+    """Protected nodes are never stopped (``guards.protected_node_ids``): none is terminated (one ends
+    only taken back by its cloud, or is up at the stop), drained or checkpointed (policies/guards.py;
+    an idle one may be handed a job, a hold)."""
     out = [f"protected {i} was terminated at {n.end}" for i, n in sorted(seen.nodes.items())
            if i in protected and n.end is not None and not n.taken_back]
     out += [f"protected {c.node_id}: the controller asked the pool to {c.kind} it at {c.at}"
-            for c in seen.pool_calls if c.node_id in protected and c.kind in ("drain", "checkpoint", "hold")]
+            for c in seen.pool_calls if c.node_id in protected and c.kind in ("drain", "checkpoint")]
     return out

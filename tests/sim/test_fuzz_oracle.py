@@ -1,5 +1,5 @@
 """The fuzzing tool (tests/sim/fuzz_oracle.py): a seed's draw is fixed, a run of it passes every
-oracle check, later seeds draw more keys (and protected nodes, checked untouched), and a bad
+oracle check, later seeds draw more keys (and protected nodes, checked never stopped), and a bad
 ``--seeds`` says what to give."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def test_from_seed_1200_on_the_pool_size_model_and_zero_limits_are_drawn_and_par
         parse_config(r)
 
 
-def test_protected_nodes_are_drawn_without_budgets_and_never_touched() -> None:
+def test_protected_nodes_are_drawn_without_budgets_and_never_stopped() -> None:
     """Seed 1718 protects the first nodes its clouds launch: two are taken back by their cloud, three
     are up at the stop, none is terminated, drained or checkpointed; a node the controller did
     terminate, were it protected, would be a finding."""
