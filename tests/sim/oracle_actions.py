@@ -144,13 +144,18 @@ def pool_slips_usd(seen: Observed, now: datetime, period: str, tick_s: float) ->
 
 def _stopped_in_time(seen: Observed, n: CloudNode, start: datetime, end: datetime, tick_s: float) -> bool:
     """The part ended within a pass of its start, or (its cloud's API failing) every pass since tried
-    to terminate its node, each refused, until one went through."""
+    to terminate its node, refused, until one went through (its reply lost or not) a pass or less
+    before the end (``seen`` as the controller could know its nodes: a lost reply's node ends where a
+    pass found it gone)."""
     cloud = seen.faulty.get(n.offering.provider)
+    if cloud is None:
+        return (end - start).total_seconds() <= tick_s
+    tries = [*cloud.refused.get(n.node_id, []), *cloud.unreplied.get(n.node_id, [])]
     t = start
-    for refused in sorted(r for r in (cloud.refused.get(n.node_id, []) if cloud else []) if start < r < end):
-        if (refused - t).total_seconds() > tick_s:
+    for tried in sorted(r for r in tries if start < r <= end):
+        if (tried - t).total_seconds() > tick_s:
             return False
-        t = refused
+        t = tried
     return (end - t).total_seconds() <= tick_s
 
 

@@ -49,7 +49,8 @@ def as_knowable(seen: Observed) -> Observed:
         if node.end <= rec.ended_at <= min(_listed_after(cloud, node.end) or seen.stop, seen.stop) \
                 and abs(charged[node_id] - node_usd(late, seen.stop)) <= tol:
             nodes[node_id] = late
-    summary = {**seen.summary, "launches": seen.summary["launches"] - (len(seen.nodes) - len(nodes))}
+    summary = seen.summary if "launches" not in seen.summary else {  # (none yet while it runs)
+        **seen.summary, "launches": seen.summary["launches"] - (len(seen.nodes) - len(nodes))}
     return replace(seen, nodes=nodes, summary=summary, known_at=lambda n, now: _known_at(seen, n, now))
 
 

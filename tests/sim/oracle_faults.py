@@ -44,6 +44,7 @@ class FaultyCloud:
         self.listed_at: list[datetime] = []  # when a listing went through, in order
         self.unanswered: set[str] = set()  # nodes made by a launch whose reply was lost
         self.refused: dict[str, list[datetime]] = {}  # node -> when a terminate naming it failed, doing nothing
+        self.unreplied: dict[str, list[datetime]] = {}  # node -> when a terminate naming it went, its reply lost
 
     def offerings(self) -> Sequence[Offering]:
         return self._inner.offerings()  # type: ignore[no-any-return]
@@ -78,7 +79,10 @@ class FaultyCloud:
                 self.refused.setdefault(node_id, []).append(self._now())
             raise TransientError(f"{self.name}: terminate failed (503)", provider=self.name)
         self._inner.terminate(node_ids, request_id=request_id)
-        self._maybe("terminate_reply_lost", f"{self.name}: the reply to terminate {request_id} was lost")
+        if self._roll("terminate_reply_lost"):
+            for node_id in node_ids:
+                self.unreplied.setdefault(node_id, []).append(self._now())
+            raise TransientError(f"{self.name}: the reply to terminate {request_id} was lost", provider=self.name)
 
     def _roll(self, kind: str) -> bool:
         hit: bool = self._rng.random() < getattr(self._faults, kind)

@@ -16,6 +16,7 @@ from burster.plan import Plan
 from burster.reconciler import PassReport
 from burster.traces import load_trace
 from tests.sim.fuzz_oracle import draw
+from tests.sim.oracle_actions import pool_slips_usd
 from tests.sim.oracle_checks import all_checks, budget_per_pass, runs_on_nodes
 from tests.sim.oracle_fault_view import as_knowable
 from tests.sim.oracle_observe import Observed, observe_simulation
@@ -160,3 +161,19 @@ def test_a_run_the_pool_started_outlasts_a_pass_only_as_each_terminate_of_its_no
     refused.pop("azure-000020")
     found = check(seen, PassReport(seen.stop, Plan()))
     assert found and all("team vc_0e4a51's" in f and "past its budget $0.00" in f for f in found), found
+
+
+def test_the_ledgers_pool_started_runs_are_held_to_the_nodes_as_the_controller_knew_them() -> None:
+    """Seed 1538 (a team's budget $0, a tenth of terminate replies lost): a node the stop terminated,
+    the reply lost, is charged to the pass that found it gone, past the true end; the team's ledger
+    is within its allowance only with that late end (``as_knowable``), and its 25-odd entries each
+    rounded to a micro-dollar."""
+    team = "vc_103959"
+    seen = _run(1538, hours=16.52)
+    b = draw(1538, sorted({j.team for j in TRACE.jobs if j.team})).raw["budget"]
+    assert b["team_usd"][team] == 0.0
+    assert budget_per_pass(b.get("total_usd"), b["team_usd"], b["period"])(seen, PassReport(seen.stop, Plan())) == []
+    ledger = sum(float(e.usd) for e in seen.sim.reconciler.state.ledger if e.team == team)
+    known = pool_slips_usd(as_knowable(seen), seen.stop, b["period"], seen.tick_s)[team]
+    raw = pool_slips_usd(seen, seen.stop, b["period"], seen.tick_s)[team]
+    assert ledger - raw > 0.001 and abs(ledger - known) < 1e-4
