@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from burster.clock import FakeClock
+from burster.errors import TransientError
 from burster.lifecycle import NodeState
 from burster.model import Demand, Market, Offering
 from burster.reconcile_nodes import TAKE_BACK_GRACE_S
@@ -130,32 +131,26 @@ def test_a_node_whose_take_back_comes_after_its_first_hour_is_terminated_at_once
     assert c.terminates == 1
 
 
-def test_a_take_back_its_listing_reports_is_billed_as_one_without_a_notice() -> None:
-    """No notice was read (no interruption queue, or it lagged), but the listing says EC2 took the
-    node back (StateReason ``Server.SpotInstanceTermination``): not billed in its first hour."""
-    c = Cloud("aws")
+@pytest.mark.parametrize(("provider", "taken_back", "billed_s"), [("aws", True, 0.0), ("aws", False, 600.0),
+                                                                ("gcp", True, 600.0)])
+def test_an_end_its_listing_reports_is_billed_by_who_ended_it(provider: str, taken_back: bool,
+                                                              billed_s: float) -> None:
+    """No notice was read (no interruption queue, or it lagged), but the listing says EC2 took the node
+    back (StateReason ``Server.SpotInstanceTermination``): not billed in its first hour. Ended for
+    another reason (someone terminated it), it is billed; GCP waives nothing for a spot VM it preempts."""
+    c = Cloud(provider)
     c.clock.advance(600)
-    c.cloud.end(c.node_id, taken_back=True)
+    c.cloud.end(c.node_id, taken_back=taken_back)
     c.clock.advance(10)
     c.rec.run_once()
-    billed_s, reason = c.entry()
-    assert billed_s == 0.0 and reason.endswith("taken back by its cloud in its first hour: not billed")
-
-
-def test_one_ended_outside_us_without_that_reason_is_billed() -> None:
-    c = Cloud("aws")
-    c.clock.advance(600)
-    c.cloud.end(c.node_id)  # someone terminated it: EC2 bills it
-    c.clock.advance(10)
-    c.rec.run_once()
-    assert c.entry()[0] == 600.0
+    got_s, reason = c.entry()
+    assert got_s == billed_s
+    assert reason.endswith("taken back by its cloud in its first hour: not billed") is (billed_s == 0.0)
 
 
 def test_a_take_back_that_beat_our_refused_terminate_is_not_billed() -> None:
     """Our terminate was refused (the node stays terminating), then EC2 took the node back: the listing
     says so, and the terminate that never happened does not make it billed."""
-    from burster.errors import TransientError
-
     c = Cloud("aws")
     c.clock.advance(3400)  # idle past its TTL at the next pass (idle since its boot)
     c.cloud.fail_next_terminate(TransientError("aws: throttled", provider="aws"))
@@ -167,13 +162,3 @@ def test_a_take_back_that_beat_our_refused_terminate_is_not_billed() -> None:
     c.rec.run_once()
     billed_s, reason = c.entry()
     assert billed_s == 0.0 and reason.endswith("taken back by its cloud in its first hour: not billed")
-
-
-def test_a_listed_take_back_on_gcp_is_billed_as_usual() -> None:
-    """GCP waives nothing for a spot VM it preempts: billed per second as any other end."""
-    c = Cloud("gcp")
-    c.clock.advance(600)
-    c.cloud.end(c.node_id, taken_back=True)
-    c.clock.advance(10)
-    c.rec.run_once()
-    assert c.entry()[0] == 600.0
