@@ -136,13 +136,12 @@ class NodeBook:
         ended (for ``listing_grace_s`` or more) and in ``unterminated`` nodes left terminating (the
         call failed) that a listing shows or whose terminate was refused (``refused``: listed or not),
         and live ones it shows stopping or stopped outside the controller (a stopped VM bills its disks
-        until it is terminated). An ended record listed
-        running is charged up to each such listing, and up to the first that leaves it out (as a
-        live node is) unless the controller's terminate of it went through first
-        (``terminated_stray``), or to its end if a listing shows it ended; it is a stray a grace
-        after its first recorded end, or at once if listings had left it out (taken for gone). What
-        is watched is in the state (``MemoryState.watched``), so a restart keeps it. The nodes it ends
-        are charged by ``bill_ended``, once the pool's placements are read."""
+        until it is terminated). An ended record listed running is charged up to each such listing,
+        and up to the first that leaves it out (as a live node is) unless the controller's terminate
+        of it went through first (``terminated_stray``), or to its end if a listing shows it ended;
+        it is a stray a grace after its first recorded end, or at once if listings had left it out
+        (taken for gone). What is watched is in the state (``MemoryState.watched``), so a restart
+        keeps it. The nodes it ends are charged by ``bill_ended``, once the pool's placements are read."""
         charge, records = self._unbilled.later(charge), self.state.nodes
         unknown = [n.node_id for ns in listed.values() for n in ns if n.node_id not in records]
         if unknown:
