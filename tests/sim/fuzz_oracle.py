@@ -154,9 +154,8 @@ def findings(d: Draw, trace: Trace, hours: float | None, restarts: int = 0) -> l
     kept in SQLite, the controller restarted so many times, and compare (tests/sim/oracle_restarts.py)."""
     b = d.raw["budget"]
     protected = frozenset(d.raw["guards"].get("protected_node_ids", ()))
-    observe = functools.partial(observe_simulation, parse_config(d.raw), trace, seed=d.seed, days=1.0,
-                                start_day=d.start_day, estimate_error=d.sigma, policy=d.policy, hours=hours,
-                                faults=d.faults)
+    observe = functools.partial(observe_simulation, trace=trace, seed=d.seed, days=1.0, start_day=d.start_day,
+                                estimate_error=d.sigma, policy=d.policy, hours=hours, faults=d.faults)
 
     def checks(seen: Observed) -> list[str]:
         return [*all_checks(seen, billed_as=as_knowable(seen)), *check_protected(seen, protected)]
@@ -166,6 +165,7 @@ def findings(d: Draw, trace: Trace, hours: float | None, restarts: int = 0) -> l
 
     log = PassLog(budgets())
     try:
+        observe = functools.partial(observe, parse_config(d.raw))  # a config it refuses is a finding too
         seen = observe(per_pass=log)
         found = checks(seen)
         if restarts and not found:
@@ -187,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace", default=str(DEMO_TRACE), help="a job trace (default: the bundled demo week; "
                     "its first five days are drawn from)")
     a = ap.parse_args(argv)
+    if a.restarts < 0:
+        ap.error(f"--restarts {a.restarts}: give how many times to restart each seed's controller, 0 or more")
     first, _, end = a.seeds.partition(":")
     if not (first.isdigit() and end.isdigit() and int(first) < int(end)):
         ap.error(f"--seeds {a.seeds!r}: give FIRST:END, two whole numbers, FIRST below END (e.g. 0:20)")

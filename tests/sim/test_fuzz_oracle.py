@@ -5,6 +5,7 @@ oracle check, later seeds draw more keys (and protected nodes, checked never sto
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from burster.app import DEMO_TRACE
 from burster.config import parse_config
 from burster.traces import load_trace
-from tests.sim.fuzz_oracle import draw, main
+from tests.sim.fuzz_oracle import draw, findings, main
 from tests.sim.oracle_actions import check_protected
 from tests.sim.oracle_observe import observe_simulation
 
@@ -39,6 +40,12 @@ def test_bad_seeds_say_what_to_give(bad: str, capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         main(["--seeds", bad])
     assert f"--seeds {bad!r}: give FIRST:END, two whole numbers, FIRST below END" in capsys.readouterr().err
+
+
+def test_a_negative_restart_count_says_what_to_give(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--seeds", "0:1", "--restarts", "-1"])
+    assert "--restarts -1: give how many times to restart each seed's controller, 0 or more" in capsys.readouterr().err
 
 
 def test_a_trace_that_cannot_be_read_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,3 +97,10 @@ def test_protected_nodes_are_drawn_without_budgets_and_never_stopped() -> None:
     found = check_protected(seen, frozenset(ours[:1]))
     assert found[0] == f"protected {ours[0]} was terminated at {seen.nodes[ours[0]].end}"
     assert any(f.startswith(f"protected {ours[0]}: the controller asked the pool to drain") for f in found)
+
+
+def test_a_drawn_config_the_controller_refuses_is_a_finding() -> None:
+    d = draw(5, TEAMS)
+    bad = replace(d, raw={**d.raw, "policy": {**d.raw["policy"], "join_timeout_s": 1.0}})
+    (found,) = findings(bad, TRACE, 1)
+    assert "invalid configuration" in found and "policy.join_timeout_s" in found
