@@ -162,12 +162,14 @@ def _stopped_in_time(seen: Observed, n: CloudNode, start: datetime, end: datetim
 def check_reserved_holds(seen: Observed, *, exact_estimates: bool) -> list[str]:
     """Holds of reserved nodes, replayed: the pool takes one for a queued job or one running on the
     cloud; it lasts until the job starts on-prem (landed, on each held node it starts on) or finishes,
-    or its ``until`` passes (expired). ``node_holds``, ``node_holds_landed`` and ``node_holds_expired``
-    must match; a held node starts no other job unless that job ends by the holds' earliest start
-    (checked by its true end, so only where the controller's estimates are exact)."""
+    or its ``until`` passes (expired; a job starting on it at that very instant may be either, as the
+    pool schedules the arrivals of an instant before its events). ``node_holds``, ``node_holds_landed``
+    and ``node_holds_expired`` must match; a held node starts no other job unless that job ends by the
+    holds' earliest start (checked by its true end, so only where the controller's estimates are exact)."""
     jobs, out = _Jobs(seen), []
     held: dict[str, dict[str, tuple[datetime, datetime]]] = defaultdict(dict)  # node -> job -> (start, until)
-    count = landed = expired = 0
+    count = landed = expired = ties = 0
+    starts = {(f"{ONPREM}{i:04d}", g.job_id, g.start) for g in seen.segments for i, _ in g.onprem_slots}
     # (instant, order within it, tie-break, what): runs finish, holds expire, runs start, the pass's calls
     events: list[tuple[datetime, int, int, object]] = [
         (c.at, 3, k, c) for k, c in enumerate(seen.pool_calls) if c.kind == "hold" and c.node_id.startswith(ONPREM)]
@@ -185,6 +187,9 @@ def check_reserved_holds(seen: Observed, *, exact_estimates: bool) -> list[str]:
             if order == 1:
                 node, job, until = what.split("\0")
                 if node in held and job in held[node] and held[node][job][1].isoformat() == until:
+                    if (node, job, at) in starts:  # it starts there at this very instant: landed or expired,
+                        ties += 1  # as the pool's arrivals at it are scheduled before or after its events
+                        continue
                     del held[node][job]
                     expired += 1
                 continue
@@ -213,8 +218,9 @@ def check_reserved_holds(seen: Observed, *, exact_estimates: bool) -> list[str]:
             heapq.heappush(events, (what.until, 1, seq, f"{what.node_id}\0{what.job_id}\0{what.until.isoformat()}"))
     s = seen.summary
     got = (s["node_holds"], s["node_holds_landed"], s["node_holds_expired"])
-    if got != (count, landed, expired):
-        out.append(f"node holds (taken, landed, expired) {got} != replayed {(count, landed, expired)}")
+    if got not in [(count, landed - k, expired + k) for k in range(ties + 1)]:
+        out.append(f"node holds (taken, landed, expired) {got} != replayed {(count, landed, expired)}"
+                   + (f" ({ties} landing at its hold's end, or expiring)" if ties else ""))
     return out
 
 
