@@ -193,6 +193,16 @@ class NodeBook:
         self.refused = {i for i in self.refused if (r := records.get(i)) and r.state is NodeState.TERMINATING}
         self.unterminated |= self.refused  # a listing that failed would leave them billing a tick more
 
+    def terminate(self, provider: CloudProvider, node_id: str) -> None:
+        """Terminate one node (request id ``term-<id>``, so a retry is the same call); one refused is
+        kept in ``refused``, to be made again next pass, listed or not."""
+        try:
+            provider.terminate([node_id], request_id=f"term-{node_id}")
+        except ProviderError:
+            self.refused.add(node_id)
+            raise
+        self.refused.discard(node_id)
+
     def ended(self, node_id: str, now: datetime, charge: Callable[[str, datetime], None], *,
               still_up: bool = False, taken_back: bool = False) -> None:
         """End a record and bill it; a spot node was taken back by its cloud (``interrupted_spot_billed_s``)

@@ -365,12 +365,7 @@ class Reconciler:
                 self._notes.append(note)
                 return
             self.nodes.mark(node_id, NodeState.TERMINATING)
-        try:
-            self.providers[rec.provider].terminate([node_id], request_id=f"term-{node_id}")
-        except ProviderError:
-            self.nodes.refused.add(node_id)  # made again next pass, listed or not
-            raise
-        self.nodes.refused.discard(node_id)
+        self.nodes.terminate(self.providers[rec.provider], node_id)
         self.nodes.ended(node_id, self.clock.now(), self._charge)
 
     def _charge(self, node_id: str, end: datetime) -> None:
