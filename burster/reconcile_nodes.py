@@ -49,7 +49,6 @@ class NodeBook:
         self.listing_grace_s = listing_grace_s
         self.strays: dict[str, str] = {}  # node id -> provider: recorded as ended, listed alive
         self.unterminated: set[str] = set()  # terminating (the call failed) or stopped outside us: terminate
-        self.refused: set[str] = set()  # nodes whose last terminate failed: made again next pass, listed or not
         self.missing: dict[str, datetime] = {}  # node id -> when a listing that still leaves it out ends it
         self._running: Sequence[Placement] | None = None  # the last pool placements seen ...
         self._on: dict[str, Placement] = {}  # ... and the run on each of their cloud nodes
@@ -134,7 +133,7 @@ class NodeBook:
         ``listing_grace_s``; one left terminating at once, charged to now: our terminate went
         through with its reply lost, or it went since), and note in ``strays`` nodes recorded as
         ended (for ``listing_grace_s`` or more) and in ``unterminated`` nodes left terminating (the
-        call failed) that a listing shows or whose terminate was refused (``refused``: listed or not),
+        call failed: listed or not, as a terminate is idempotent; the record says so, so across a restart too),
         and live ones it shows stopping or stopped outside the controller (a stopped VM bills its disks
         until it is terminated). An ended record listed running is charged up to each such listing,
         and up to the first that leaves it out (as a live node is) unless the controller's terminate
@@ -190,18 +189,16 @@ class NodeBook:
                             if w.running and i not in seen and records[i].provider == provider]:
                 self._charge_overrun(node_id, now)  # gone at last: charged to the listing without it
                 del watched[node_id]
-        self.refused = {i for i in self.refused if (r := records.get(i)) and r.state is NodeState.TERMINATING}
-        self.unterminated |= self.refused  # a listing that failed would leave them billing a tick more
+        # a live record left terminating and not listed so: its terminate was refused (or the process died
+        # in the call); made again listed or not, as a listing that failed would leave it billing a tick more
+        ending = {n.node_id for ns in listed.values() for n in ns if n.state is NodeState.TERMINATING}
+        self.unterminated |= {r.node_id for r in self.state.live()
+                              if r.state is NodeState.TERMINATING and r.node_id not in ending}
 
     def terminate(self, provider: CloudProvider, node_id: str) -> None:
-        """Terminate one node (request id ``term-<id>``, so a retry is the same call); one refused is
-        kept in ``refused``, to be made again next pass, listed or not."""
-        try:
-            provider.terminate([node_id], request_id=f"term-{node_id}")
-        except ProviderError:
-            self.refused.add(node_id)
-            raise
-        self.refused.discard(node_id)
+        """Terminate one node (request id ``term-<id>``, so a retry is the same call); one refused stays
+        terminating in the record, to be made again next pass (``sync``), listed or not."""
+        provider.terminate([node_id], request_id=f"term-{node_id}")
 
     def ended(self, node_id: str, now: datetime, charge: Callable[[str, datetime], None], *,
               still_up: bool = False, taken_back: bool = False) -> None:

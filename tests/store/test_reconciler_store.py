@@ -1,5 +1,6 @@
 """The reconcile pass over a SQL store: what it records is in the database when the pass ends, a
-launch whose intent the store cannot keep is not made, and a standing notice outlives a restart."""
+launch whose intent the store cannot keep is not made, a standing notice outlives a restart, and so
+does a refused terminate."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from burster.errors import StoreError, TransientError
+from burster.lifecycle import NodeState
 from burster.reconciler import Reconciler
 from burster.sqlstate import SqlState
 from tests.test_budget_period import FEB_1, JAN_31_22H, ledger_entry
@@ -183,3 +185,26 @@ def test_a_launch_intent_is_forgotten_a_grace_after_its_send_across_a_restart(st
     w.clock.advance(10)
     w.rec.observe()  # a grace after the send (the restart's first pass + grace is 90 s on)
     assert w.rec.state.intents == {} and w.rec.observe().in_flight == ()
+
+
+def test_a_refused_terminate_is_made_again_after_a_restart_though_the_listing_fails(store_url: str) -> None:
+    """The node a refused terminate left terminating is in the store as such: a controller restarted
+    before its next pass makes the terminate again even while its provider's listing fails."""
+    w = World()
+    _on_store(w, store_url)
+    w.cloud.launch(CHEAP, 1, request_id="prewarm-1")
+    w.rec.run_once()  # adopts the idle node
+    (node,) = w.cloud.list_nodes()
+    w.clock.advance(3600)
+    w.cloud.fail_next_terminate(TransientError("fake: 503 on terminate"))
+    w.rec.run_once()  # the idle node's terminate is refused
+    w.rec.state.close()
+    _on_store(w, store_url)  # the process restarts
+    assert w.rec.state.nodes[node.node_id].state is NodeState.TERMINATING
+    w.clock.advance(10)
+    w.cloud.fail_next_list(TransientError("fake: listing timed out"))
+    w.rec.run_once()
+    assert w.cloud.list_nodes() == []  # made again without a listing to show it up
+    w.clock.advance(10)
+    w.rec.run_once()
+    assert SqlState.read(store_url).nodes[node.node_id].state is NodeState.TERMINATED
