@@ -26,10 +26,11 @@ from datetime import datetime
 from burster.blocks import OfferingBlocks
 from burster.budget_period import PERIODS
 from burster.clock import Clock
-from burster.errors import ConfigError, PartialLaunchError, ProviderError, TransientError
+from burster.errors import ConfigError, ProviderError
 from burster.interfaces import CloudProvider, Policy, Pool, SignalSource
+from burster.launches import Launches
 from burster.lifecycle import NodeState
-from burster.model import EXCLUSIVE_LABEL, Interruption, Node, Offering, Placement, Signal, Snapshot
+from burster.model import Interruption, Node, Offering, Placement, Signal, Snapshot
 from burster.plan import Checkpoint, DecisionLog, Drain, Hold, Launch, Plan, Preempt, Terminate
 from burster.reconcile_nodes import LISTING_GRACE_S, NodeBook, Providers
 from burster.state import MemoryState
@@ -84,6 +85,8 @@ class Reconciler:
         self.budget_period = budget_period
         self._decisions = DecisionLog()  # decision events: a held-back launch once, not every pass
         self.nodes = NodeBook(self.state, listing_grace_s)
+        self.launches = Launches(providers=self.providers, state=self.state, nodes=self.nodes, blocks=self.blocks,
+                                 give_back=self._drain_and_terminate, charge=self._charge)
         self._offerings: dict[str, Sequence[Offering]] = {}
         self._parts: tuple[Sequence[Offering], ...] = ()
         self._combined: tuple[Offering, ...] = ()
@@ -132,7 +135,7 @@ class Reconciler:
         self.nodes.sync(now, listed, degraded, self._charge)
         self.blocks.noticed(first)
         self.nodes.expire_intents(now)
-        self._replay_partly_listed(now)
+        self._observe_errors += self.launches.replay_partly_listed(now)
         self._poll_checkpoints(now)
         standing = self.nodes.standing_notices()
         running: tuple[Placement, ...] = ()
@@ -162,21 +165,6 @@ class Reconciler:
             team_runtime_ratios=history.by_team,
             in_flight=self.nodes.in_flight(now),
         )
-
-    def _replay_partly_listed(self, now: datetime) -> None:
-        """Make again, under its request id, a launch whose reply was lost and whose nodes listings show in
-        part (a gang's other node listed late): clouds answer it with all its nodes (EC2 ClientToken, GCE
-        requestId, Azure's VM names). One whose listed nodes all ended since is forgotten instead: made
-        again it would launch anew under a fresh id, past every guard; the policy launches the job
-        again if it still needs it, and a node listed later is adopted untied."""
-        for a in self.nodes.partly_listed():
-            if self.state.request_spent(a.request_id):
-                self.state.clear_intent(a.request_id)
-                continue
-            try:
-                self._launch(a, now)
-            except (ProviderError, ConfigError) as err:
-                self._observe_errors.append(f"launch {a.request_id} made again failed: {err}")
 
     def _all_offerings(self) -> tuple[Offering, ...]:
         """All providers' offerings; the same tuple object while no provider's list changed."""
@@ -235,7 +223,7 @@ class Reconciler:
         for action in plan.actions:
             try:
                 if isinstance(action, Launch):
-                    report.launched_nodes += self._launch(action, snapshot.now)
+                    report.launched_nodes += self.launches.launch(action, snapshot.now)
                 elif isinstance(action, Terminate):
                     if action.never_joined:
                         self.blocks.never_joined(action.node_ids, snapshot.now)
@@ -277,64 +265,6 @@ class Reconciler:
                 _failed(report, "terminate", err)  # a stray still: terminated again next pass
                 continue
             self.nodes.terminated_stray(node_id)
-
-    def _launch(self, a: Launch, now: datetime) -> int:
-        provider = self.providers[a.offering.provider]
-        base = a.request_id
-        tries = self.state.failed_requests.get(base, 0)
-        # clouds remember a request id (EC2 ClientToken): a new attempt after a failure, or after the
-        # nodes of an earlier one ended before the job used them (preempted while booting), needs a new id
-        while self.state.request_spent(f"{base}-r{tries}" if tries else base):
-            tries += 1
-            self.state.failed_requests[base] = tries
-        if tries:
-            a = replace(a, request_id=f"{a.request_id}-r{tries}")
-        self.state.put_intent(a, sent_at=now)
-        tags = (("team", a.team), ("project", a.project), ("sprint", a.sprint), ("job", a.job_id or ""),
-                (EXCLUSIVE_LABEL, "true" if a.exclusive else ""))
-        labels = {k: v for k, v in tags if v}
-        try:
-            nodes = provider.launch(a.offering, a.count, request_id=a.request_id, labels=labels)
-        except PartialLaunchError as err:
-            got = [n for n in err.nodes if isinstance(n, Node)]
-            self.blocks.block(a.offering.key, now)
-            self.nodes.adopt(got, a, now)
-            self.state.launch_times += [now] * len(got)  # launched, given back or not: the rate counts them
-            if a.job_id is not None:  # a gang runs on all its nodes or none: give partial ones back
-                self._give_back(got, f"partial gang launch for {a.job_id}", err)
-            self.state.clear_intent(a.request_id)
-            raise
-        except (ProviderError, ConfigError) as err:
-            if isinstance(err, ProviderError) and err.retryable:
-                raise  # throttled, timed out: it may have launched; the intent stands, the next pass retries
-            # refused (no capacity, a quota, an invalid or unsupported request, a setting): sent
-            # again unchanged it fails again, so the offering is blocked and the next try gets a new id
-            self.blocks.block(a.offering.key, now)
-            self.state.clear_intent(a.request_id)
-            self.state.failed_requests[base] = tries + 1
-            raise
-        live = self.nodes.adopt_launched(nodes, a, now, self._charge)
-        self.state.clear_intent(a.request_id)
-        self.state.launch_times += [now] * len(live)
-        self.blocks.launched(a.offering.key)
-        if len(live) < len(nodes):  # a replay answered with nodes that ended since: the next try gets a new id
-            gone = TransientError(f"launch {a.request_id}: {len(nodes) - len(live)} of its {len(nodes)} nodes "
-                                  "ended before this controller heard of them; launching again under a new "
-                                  "request id", provider=a.offering.provider, offering_key=a.offering.key)
-            if a.job_id is not None:  # a gang runs on all its nodes or none
-                self._give_back(live, f"the rest of {a.job_id}'s gang ended before it started", gone)
-            self.state.failed_requests[base] = tries + 1
-            raise gone
-        return len(live)
-
-    def _give_back(self, nodes: Sequence[Node], reason: str, err: ProviderError) -> None:
-        """Terminate each of ``nodes``; a terminate that fails is added to ``err``'s message (the
-        node stays terminating, and is terminated again next pass) and the others still go."""
-        for n in nodes:
-            try:
-                self._drain_and_terminate(n.node_id, reason)
-            except ProviderError as failed:
-                err.args = (f"{err}; giving back {n.node_id} failed (tried again next pass): {failed}",)
 
     def _checkpoint(self, a: Checkpoint, now: datetime) -> None:
         rec = self.state.nodes.get(a.node_id)
