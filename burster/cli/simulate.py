@@ -94,8 +94,9 @@ def _config(args: argparse.Namespace) -> Any:
 
 def main(args: argparse.Namespace) -> int:
     from burster.app import DEMO_TRACE, build_simulation
+    from burster.sim.controller_log import ControllerLog
     from burster.sim.engine import run
-    from burster.sim.summary import HeldBack, summarize
+    from burster.sim.summary import HeldBack, NeverJoined, summarize
     from burster.traces import load_trace
 
     if not args.demo and args.trace is None:
@@ -113,17 +114,24 @@ def main(args: argparse.Namespace) -> int:
                            days=days, start_day=args.start_day, estimate_error=args.estimate_error,
                            estimate_bias=args.estimate_bias, estimate_team_spread=args.estimate_team_spread,
                            signals=args.signals, state=state)
-    held = HeldBack()
+    held, unjoined = HeldBack(), NeverJoined()
+    warnings = ControllerLog(sim.clock.now, echo=args.explain)
     explain = _explainer() if args.explain else None
 
     def on_pass(report: PassReport) -> None:
         held.observe(report)
+        unjoined.observe(report)
         if explain is not None:
             explain(report)
+            for line in warnings.take():  # what the pass logged as it carried them out
+                print(line)
     started = time.perf_counter()
     try:
-        passes = _run_with_progress(sim, run, on_pass, quiet=args.json or args.explain,
-                                    tick_s=config.controller.tick_s)
+        with warnings.attached():
+            passes = _run_with_progress(sim, run, on_pass, quiet=args.json or args.explain,
+                                        tick_s=config.controller.tick_s)
+        for line in warnings.take():  # logged as the books closed
+            print(line)
     finally:
         sim.reconciler.state.close()  # a --store gives its cluster back, even if interrupted
     wall = time.perf_counter() - started
@@ -133,6 +141,8 @@ def main(args: argparse.Namespace) -> int:
                        policy=config.policy.name, trace=trace.name, pool_gpus=sim.pool_gpus, seed=args.seed,
                        wall_s=wall)
     result["jobs_held_back"] = held.count
+    result["never_joined_nodes"] = len(unjoined.node_ids)
+    result["never_joined_usd"] = unjoined.usd(sim.reconciler.state.ledger)
     result["max_nodes"] = config.guards.max_nodes
     result["spot_source"] = sim.spot_source
     result["estimate_error"] = args.estimate_error
@@ -153,7 +163,23 @@ def main(args: argparse.Namespace) -> int:
         print(f"note: the cloud node cap (guards.max_nodes = {config.guards.max_nodes}) held back the bursts of "
               f"{held.count} job(s): the costs and waits above are a capped controller's; raise it with "
               "--max-nodes to see what the policy does without it", file=sys.stderr)
+    if (logged := warnings.summary()) is not None:
+        print(logged, file=sys.stderr)
+    if unjoined.node_ids:
+        print(_never_joined_note(result, config.policy.join_timeout_s, providers), file=sys.stderr)
     return 0
+
+
+def _never_joined_note(r: dict[str, Any], timeout_s: float, providers: list[str]) -> str:
+    """Why nodes were terminated unjoined in a simulation: its clouds never fail a boot, so the join
+    timeout cut slow boots off."""
+    from providers.sim.cloud import median_boot_s
+
+    medians = ", ".join(f"{p} {median_boot_s(p):.0f} s" for p in providers)
+    return (f"note: {r['never_joined_nodes']} burst node(s) had not joined the pool by policy.join_timeout_s "
+            f"({timeout_s:g} s) and were terminated, billed ${r['never_joined_usd']:,.2f}: a simulated node "
+            f"takes a median of {medians} to boot and join, and up to about 1.8x that, so the timeout cut "
+            "slow boots off; raise it above the slowest boot you expect")
 
 
 def _store(url: str, cluster: str) -> Any:
@@ -245,6 +271,8 @@ def _print_table(r: dict[str, Any]) -> None:
         ("on-prem jobs preempted for urgent ones", str(r["onprem_preemptions"])),
         ("idle burst nodes handed to a job", str(r["idle_nodes_handed"])),
         ("nodes launched", str(r["launches"])),
+        *([("nodes terminated unjoined at the join timeout ($)",
+            f"{r['never_joined_nodes']} ({r['never_joined_usd']:,.2f})")] if r.get("never_joined_nodes") else []),
         *([(f"jobs held back at the node cap ({r['max_nodes']} nodes)", str(r["jobs_held_back"]))]
           if r.get("jobs_held_back") else []),
         ("reconcile passes / wall time", f"{r['reconcile_passes']} / {r['wall_s']:.1f}s"),

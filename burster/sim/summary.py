@@ -27,6 +27,22 @@ class HeldBack:
         return len(self._seen)
 
 
+class NeverJoined:
+    """Burst nodes terminated at the join timeout (``Terminate.never_joined``: launched for a job that
+    had not started on them by ``policy.join_timeout_s``) and what the ledger billed them."""
+
+    def __init__(self) -> None:
+        self.node_ids: set[str] = set()
+
+    def observe(self, report: PassReport) -> None:
+        for t in report.plan.terminates:
+            if t.never_joined:
+                self.node_ids.update(t.node_ids)
+
+    def usd(self, ledger: Sequence[LedgerEntry]) -> float:
+        return round(sum((float(e.usd) for e in ledger if e.node_id in self.node_ids), 0.0), 2)
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile (q in 0..100); 0 for no values."""
     if not values:

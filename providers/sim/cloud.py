@@ -27,6 +27,11 @@ NOTICE_S = {"aws": 120.0, "gcp": 30.0, "azure": 30.0}
 BOOT_S = {"aws": 100.0, "gcp": 80.0, "azure": 140.0}  # median boot + join, from provider docs/ops lore
 
 
+def median_boot_s(provider: str, join_s: float = 60.0) -> float:
+    """A simulated node's median time from launch to joined (its boot varies by exp(N(0, 0.25)))."""
+    return BOOT_S.get(provider, 120.0) + join_s
+
+
 class SimCloudProvider:
     def __init__(self, name: str, offerings: Sequence[Offering], *, events: EventQueue, pool: SimPool,
                  now: Callable[[], datetime], start: datetime, series: Sequence[SpotSeries] = (),
