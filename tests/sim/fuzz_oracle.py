@@ -2,7 +2,8 @@
 switches, guards, budgets (global and per team, by period), a window of the trace (the demo's), an
 estimate error, notice lengths, spot rates, wait budgets, the tick, boot and restart times, the
 estimate and deadline rules, (from seed 1200 on) the pool's node size and GPU model, the prices of
-waiting, of a miss and of on-prem, zero limits, (from seed 1700 on) protected nodes, faults of the
+waiting, of a miss and of on-prem, zero limits, (from seed 1700 on) protected nodes, (from seed 2200
+on) demand signals as Jira sprints announce them, faults of the
 clouds' APIs (a third of the time: tests/sim/oracle_faults.py), and Burster's policy or (a quarter of
 the time) a baseline; it simulates that and runs every oracle check (``all_checks``, the hard budgets
 at every pass; bills held to what the controller could know where calls failed:
@@ -27,10 +28,13 @@ import json
 import logging
 import random
 import sys
+import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from burster.app import DEMO_TRACE, POLICIES
@@ -47,6 +51,7 @@ from tests.sim.oracle_restarts import PassLog, restart_findings
 
 EXTRA_FROM_SEED = 1200  # seeds below draw no ``_draw_extra`` keys: their recorded findings replay as they were
 PROTECT_FROM_SEED = 1700  # nor, below this, protected nodes (``_draw_protected``)
+SIGNALS_FROM_SEED = 2200  # nor, below this, demand signals (``_draw_signals``)
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class Draw:
     start_day: float
     policy: str = "burster"
     faults: Faults | None = None  # the clouds' API fails so (a third of the seeds), else never
+    signals: tuple[dict[str, Any], ...] = ()  # demand signals, their times in hours from the window's start
 
 
 def draw(seed: int, teams: list[str]) -> Draw:
@@ -92,7 +98,8 @@ def draw(seed: int, teams: list[str]) -> Draw:
         _draw_extra(random.Random(f"extra-{seed}"), raw)
     if seed >= PROTECT_FROM_SEED:
         _draw_protected(random.Random(f"protect-{seed}"), raw)
-    return Draw(seed, raw, sigma, start_day, policy, _draw_faults(random.Random(f"faults-draw-{seed}")))
+    signals = _draw_signals(random.Random(f"signals-{seed}"), raw, teams) if seed >= SIGNALS_FROM_SEED else ()
+    return Draw(seed, raw, sigma, start_day, policy, _draw_faults(random.Random(f"faults-draw-{seed}")), signals)
 
 
 def _draw_faults(r: random.Random) -> Faults | None:
@@ -149,13 +156,54 @@ def _draw_protected(r: random.Random, raw: dict[str, Any]) -> None:
         raw["guards"]["protected_node_ids"] = sorted(r.sample(ids, r.choice([1, 3, 6])))
 
 
+def _draw_signals(r: random.Random, raw: dict[str, Any], teams: list[str]) -> tuple[dict[str, Any], ...]:
+    """Demand signals, as Jira sprints announce them (two seeds in five): each some GPU-hours over a
+    window within the day, announced ahead of it or not at all (seen from the start), for the pool's GPU
+    model or another, a team's or none; pre-warm (``policy.prewarm``, drawn anew: on four times in five)
+    launches ahead of them."""
+    if r.random() >= 0.4:
+        return ()
+    raw["policy"]["prewarm"] = r.random() < 0.8
+    pool_model = raw["pool"].get("gpu_model", "V100")
+    other = "A100-80GB" if pool_model == "V100" else "V100"
+    out = []
+    for k in range(r.choice([1, 1, 2, 3])):
+        start_h = r.uniform(0.5, 20.0)
+        out.append({"source": f"SPRINT-{k + 1}", "gpu_hours": r.choice([64, 256, 1024, 4096]),
+                    "start_h": round(start_h, 2), "hours": r.choice([1, 4, 12]),
+                    "announced_h": r.choice([None, round(max(0.0, start_h - r.choice([0.25, 1.0, 4.0])), 2)]),
+                    "gpu_model": r.choice(["", pool_model, other]), "team": r.choice(["", *teams[:4]])})
+    return tuple(out)
+
+
+def write_signals(path: Path, signals: Sequence[dict[str, Any]], start: datetime) -> Path:
+    """A signals file (burster/signalfile.py) of drawn signals, the window opening at ``start``."""
+    def at(h: float) -> str:
+        return (start + timedelta(hours=h)).isoformat()
+    lines = ["source,gpu_hours,window_start,window_end,gpu_model,team,announced_at"]
+    lines += [f"{s['source']},{s['gpu_hours']},{at(s['start_h'])},{at(s['start_h'] + s['hours'])},"
+              f"{s['gpu_model']},{s['team']},{'' if s['announced_h'] is None else at(s['announced_h'])}"
+              for s in signals]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def findings(d: Draw, trace: Trace, hours: float | None, restarts: int = 0) -> list[str]:
     """Every oracle check's findings for one draw (an exception is one); ``restarts``: then run it again
     kept in SQLite, the controller restarted so many times, and compare (tests/sim/oracle_restarts.py)."""
+    if not d.signals:
+        return _findings(d, trace, hours, restarts, None)
+    with tempfile.TemporaryDirectory(prefix="burster-fuzz-") as tmp:
+        start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=d.start_day)
+        return _findings(d, trace, hours, restarts, write_signals(Path(tmp) / "signals.csv", d.signals, start))
+
+
+def _findings(d: Draw, trace: Trace, hours: float | None, restarts: int, signals: Path | None) -> list[str]:
     b = d.raw["budget"]
     protected = frozenset(d.raw["guards"].get("protected_node_ids", ()))
     observe = functools.partial(observe_simulation, trace=trace, seed=d.seed, days=1.0, start_day=d.start_day,
-                                estimate_error=d.sigma, policy=d.policy, hours=hours, faults=d.faults)
+                                estimate_error=d.sigma, policy=d.policy, hours=hours, faults=d.faults,
+                                signals=signals)
 
     def checks(seen: Observed) -> list[str]:
         return [*all_checks(seen, billed_as=as_knowable(seen)), *check_protected(seen, protected)]
@@ -206,12 +254,13 @@ def main(argv: list[str] | None = None) -> int:
             wall_s = round(time.monotonic() - t0, 1)
             print(json.dumps({"seed": seed, "ok": not found, "policy": d.policy, "config": d.raw,
                               "estimate_error": d.sigma, "start_day": d.start_day,
-                              "faults": d.faults and d.faults.as_dict(), "findings": found[:8],
+                              "faults": d.faults and d.faults.as_dict(), "signals": d.signals,
+                              "findings": found[:8],
                               "wall_s": wall_s}))
         else:
             print(f"seed {seed}: " + ("ok" if not found else f"{len(found)} finding(s) with policy {d.policy}, "
                                       f"{json.dumps(d.raw)}, estimate error {d.sigma}, start day {d.start_day}, "
-                                      f"faults {d.faults}"),
+                                      f"faults {d.faults}, signals {json.dumps(d.signals)}"),
                   flush=True)
             for f in found[:8]:
                 print(f"  {f}")

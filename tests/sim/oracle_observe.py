@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from burster.app import Simulation, build_simulation
@@ -218,19 +219,20 @@ def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: 
                        estimate_error: float = 0.0, policy: str = "burster", hours: float | None = None,
                        per_pass: Callable[[Observed, PassReport], list[str]] | None = None,
                        faults: Faults | None = None, state: Callable[[], MemoryState] | None = None,
-                       restarts: Sequence[datetime] = ()) -> Observed:
+                       restarts: Sequence[datetime] = (), signals: Path | None = None) -> Observed:
     """Build and run ``burster simulate``'s simulation, recording it; ``hours``: stop that long after
     the window opens (default: when ``build_simulation`` says, a week after the window); ``per_pass``
     checks each pass; ``faults``: each cloud's API fails so (``FaultyCloud``, before the recorder);
     ``state``: opens the controller's store (default: in memory); ``restarts``: after the pass at each
     of these instants the controller is thrown away and a new one (a fresh policy, ``state()`` opened
-    again) goes on from the store alone, the clouds and the pool going on as they were."""
+    again) goes on from the store alone, the clouds and the pool going on as they were; ``signals``: a
+    signals file the controller sees (``burster simulate --signals``)."""
     if restarts and state is None:
         raise ValueError("a restart needs a store to go on from: pass state")
 
     def build(store: Callable[[], MemoryState] | None = None) -> Simulation:
         return build_simulation(config, trace, policy=policy, seed=seed, days=days, start_day=start_day,
-                                estimate_error=estimate_error, state=store)
+                                estimate_error=estimate_error, state=store, signals=signals)
 
     sim = build(state)
     world: Any = sim.world

@@ -1,19 +1,21 @@
 """The fuzzing tool (tests/sim/fuzz_oracle.py): a seed's draw is fixed, a run of it passes every
-oracle check, later seeds draw more keys (and protected nodes, checked never stopped), and a bad
+oracle check, later seeds draw more keys (protected nodes, checked never stopped; demand signals), and a bad
 ``--seeds`` says what to give."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from burster.app import DEMO_TRACE
 from burster.config import parse_config
+from burster.signalfile import load_signals
 from burster.traces import load_trace
-from tests.sim.fuzz_oracle import draw, findings, main
+from tests.sim.fuzz_oracle import draw, findings, main, write_signals
 from tests.sim.oracle_actions import check_protected
 from tests.sim.oracle_observe import observe_simulation
 
@@ -104,3 +106,24 @@ def test_a_drawn_config_the_controller_refuses_is_a_finding() -> None:
     bad = replace(d, raw={**d.raw, "policy": {**d.raw["policy"], "join_timeout_s": 1.0}})
     (found,) = findings(bad, TRACE, 1)
     assert "invalid configuration" in found and "policy.join_timeout_s" in found
+
+
+def test_from_seed_2200_on_demand_signals_are_drawn_and_pre_warm_passes_every_check(tmp_path: Path) -> None:
+    """Seed 2254 announces 256 GPU-hours over 12 hours a quarter of an hour ahead: pre-warm launches
+    nodes ahead of the window, and the run passes every oracle check."""
+    assert all(draw(s, TEAMS).signals == () for s in range(2190, 2200))
+    drawn = [draw(s, TEAMS) for s in range(2200, 2260)]
+    assert 10 <= sum(bool(d.signals) for d in drawn) <= 40
+    d = draw(2254, TEAMS)
+    (sig,) = d.signals
+    start = TRACE.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=d.start_day)
+    path = write_signals(tmp_path / "signals.csv", d.signals, start)
+    (loaded,) = load_signals(path)
+    assert loaded.signal.gpu_hours == sig["gpu_hours"] == 256 and loaded.signal.team == sig["team"]
+    assert loaded.announced_at == start + timedelta(hours=sig["announced_h"])
+    assert loaded.signal.window_end - loaded.signal.window_start == timedelta(hours=sig["hours"])
+    seen = observe_simulation(parse_config(d.raw), TRACE, seed=d.seed, days=1.0, start_day=d.start_day,
+                              estimate_error=d.sigma, policy=d.policy, hours=4, faults=d.faults, signals=path)
+    prewarmed = [r for r in seen.sim.reconciler.state.nodes.values() if r.reason.startswith("pre-warm")]
+    assert prewarmed and all(r.launched_at < loaded.signal.window_start for r in prewarmed)
+    assert findings(d, TRACE, 4) == []
