@@ -124,3 +124,9 @@ class Policy(Protocol):
     name: str
 
     def decide(self, snapshot: Snapshot) -> Plan: ...
+
+    def budget_stop(self, snapshot: Snapshot) -> Plan:
+        """For a pass whose pool could not be read (``snapshot`` has no pending, running or pool nodes):
+        only what the hard budgets demand, as Terminates (no checkpoint can be asked). A policy
+        without this method decides nothing in such a pass."""
+        ...

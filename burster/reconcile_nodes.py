@@ -345,16 +345,18 @@ class NodeBook:
                 rec = nodes[node_id]
             view = views.get(node_id)
             if view is None or view[0] is not rec or view[1] != job:
-                for_job = rec.for_job
-                if for_job is not None and job is not None and job != for_job:
-                    for_job = None
-                view = (rec, job, Node(node_id, rec.offering, rec.state, rec.launched_at, rec.request_id,
-                                       job_id=job, for_job=for_job, idle_since=rec.idle_since, team=rec.team,
-                                       exclusive=rec.exclusive))
+                view = (rec, job, _node_of(rec, job))
             fresh[node_id] = view
             out.append(view[2])
         out.sort(key=_node_id)
         return tuple(out)
+
+    def blind_nodes(self) -> tuple[Node, ...]:
+        """Live nodes for a pass whose pool could not be read: each as the last snapshot showed it
+        while its record holds, else as its record says (what runs there unknown); no record changes."""
+        views = self._views
+        return tuple(sorted((v[2] if (v := views.get(rec.node_id)) is not None and v[0] is rec else _node_of(rec)
+                             for rec in self.state.live()), key=_node_id))
 
     def close_books(self, now: datetime, running: Sequence[Placement], charge: Callable[[str, datetime], None]) -> None:
         """End every live node at ``now`` (the simulation's stop) by its cloud's plain rule, a spot node
@@ -387,6 +389,14 @@ class NodeBook:
         self.state.update(node_id, ended_at=max(now, end))
         if extra > 0:
             self.state.charge(bills.entry(rec, end, now, extra, f"{rec.reason}; ran on after it was recorded as ended"))
+
+
+def _node_of(rec: NodeRecord, job: str | None = None) -> Node:
+    """The policy's view of a live record, ``job`` running there (None: idle, or unknown); launched for
+    another job than the one it runs, it is for none."""
+    for_job = None if job is not None and rec.for_job not in (None, job) else rec.for_job
+    return Node(rec.node_id, rec.offering, rec.state, rec.launched_at, rec.request_id, job_id=job, for_job=for_job,
+                idle_since=rec.idle_since, team=rec.team, exclusive=rec.exclusive)
 
 
 def _node_id(node: Node) -> str:

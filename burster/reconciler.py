@@ -52,11 +52,12 @@ class PassReport:
 
 
 class _PoolUnread(Exception):
-    """The pool could not be read this pass (observe's one way out: the pass decides nothing)."""
+    """The pool could not be read this pass (observe's one way out: the pass decides only what the
+    hard budgets demand, on ``blind``: the cloud nodes and spend, no jobs)."""
 
-    def __init__(self, now: datetime, err: ProviderError) -> None:
+    def __init__(self, now: datetime, err: ProviderError, blind: Snapshot) -> None:
         super().__init__(str(err))
-        self.now, self.err = now, err
+        self.now, self.err, self.blind = now, err, blind
 
 
 class Reconciler:
@@ -102,9 +103,13 @@ class Reconciler:
         try:
             snapshot = self.observe()
         except _PoolUnread as unread:  # no demand to decide on: report it, keep what observe learnt
-            log.warning("pool unreadable, nothing decided this pass: %s", unread.err)
-            errors = [*self._observe_errors, f"pool unreadable, nothing decided: {unread.err}"]
-            report = PassReport(unread.now, Plan(), errors=errors, notes=self._notes)
+            self.state.commit()
+            log.warning("pool unreadable, only the hard budgets decided this pass: %s", unread.err)
+            errors = [*self._observe_errors, f"pool unreadable, only the hard budgets decided: {unread.err}"]
+            stop = getattr(self.policy, "budget_stop", None)
+            plan = stop(unread.blind) if stop is not None else Plan()
+            report = PassReport(unread.now, plan, errors=errors, notes=self._notes)
+            self._terminate_blind(plan, report)
             self.record(report)
             return report
         self.state.commit()  # what observe learnt (ends, adoptions, charges) is kept before any call out
@@ -145,7 +150,11 @@ class Reconciler:
             history = self.pool.runtime_history()
         except ProviderError as err:
             self.nodes.bill_ended(running)  # the ends sync found are charged by the placements read, if any
-            raise _PoolUnread(now, err) from err
+            blind = Snapshot(now=now, pending=(), running=(), pool_nodes=(), cloud_nodes=self.nodes.blind_nodes(),
+                             offerings=self._all_offerings(), interruptions=standing,
+                             degraded_providers=frozenset(degraded), spend=self.nodes.spend(now, self.budget_period),
+                             in_flight=self.nodes.in_flight(now))
+            raise _PoolUnread(now, err, blind) from err
         cloud_nodes = self.nodes.snapshot_nodes(now, running)
         self.blocks.joined(cloud_nodes)
         return Snapshot(
@@ -243,6 +252,17 @@ class Reconciler:
             if isinstance(action, Launch):
                 self.state.commit()  # the nodes it made (or gave back) are kept before the next call out
 
+    def _terminate_blind(self, plan: Plan, report: PassReport) -> None:
+        """Carry out a pass's plan made without the pool (``Policy.budget_stop``): its terminates, each
+        node drained first if the pool takes the call (a drain refused does not hold the terminate up)."""
+        self._terminate_again(report)
+        for action in plan.actions:
+            for node_id in action.node_ids if isinstance(action, Terminate) else ():
+                try:
+                    self._drain_and_terminate(node_id, action.reason, pool_down=True)
+                except (ProviderError, ConfigError) as err:
+                    _failed(report, "terminate", err)
+
     def _terminate_again(self, report: PassReport) -> None:
         """Terminate again any node whose terminate failed (left terminating) or that is recorded as
         ended while its cloud still lists it alive (listed late, or started outside us): the same
@@ -277,18 +297,23 @@ class Reconciler:
         # a ticket naming no job (it left first) stays the asked job's: the poll calls it off for the next
         self.state.tickets[a.node_id] = ticket if ticket.job_id else replace(ticket, job_id=a.job_id)
 
-    def _drain_and_terminate(self, node_id: str, reason: str) -> None:
+    def _drain_and_terminate(self, node_id: str, reason: str, *, pool_down: bool = False) -> None:
         """Drain and terminate; a node its cloud takes back free within moments is drained and left
-        to it (``NodeBook.left_to_cloud``: terminating it ourselves would be billed)."""
+        to it (``NodeBook.left_to_cloud``: terminating it ourselves would be billed). ``pool_down``:
+        the pool could not be read this pass, and a drain it refuses does not stop the terminate."""
         rec = self.state.nodes.get(node_id)
         if rec is None or rec.state in (NodeState.TERMINATED, NodeState.FAILED):
             return
         if rec.state is not NodeState.TERMINATING:
-            if rec.state in (NodeState.READY, NodeState.CHECKPOINTING):
-                self.pool.drain(node_id)
-                self.nodes.mark(node_id, NodeState.DRAINING)
-            elif rec.state is NodeState.LAUNCHING:  # should the terminate fail, it joins drained: nothing starts there
-                self.pool.drain(node_id)
+            if rec.state in (NodeState.READY, NodeState.CHECKPOINTING, NodeState.LAUNCHING):
+                # a booting node too: should the terminate fail, it joins drained and nothing starts there
+                try:
+                    self.pool.drain(node_id)
+                    if rec.state is not NodeState.LAUNCHING:
+                        self.nodes.mark(node_id, NodeState.DRAINING)
+                except ProviderError:
+                    if not pool_down:
+                        raise
             if self.nodes.left_to_cloud(node_id, self.clock.now()):
                 note = f"{node_id} drained, not terminated: its cloud takes it back unbilled at its notice's time"
                 log.info("%s (%s)", note, reason)

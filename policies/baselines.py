@@ -26,7 +26,7 @@ from datetime import datetime
 
 from burster.model import Snapshot
 from burster.plan import Action, Plan
-from policies.budget_stop import enforce_budget, enforce_team_budgets
+from policies.budget_stop import blind_stop, enforce_budget, enforce_team_budgets
 from policies.burst import BurstParams, burst
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, switch_behind_schedule
@@ -55,6 +55,10 @@ class ReservedOnlyPolicy:
     def decide(self, snapshot: Snapshot) -> Plan:
         return Plan(quiet_until=FOREVER)
 
+    def budget_stop(self, snapshot: Snapshot) -> Plan:
+        """Nothing: this policy stops no node (its decide enforces no budget either)."""
+        return Plan()
+
 
 class BaselinePolicy:
     """A burst rule + market rule + idle reclaim, with the interruption handshake, the short-set
@@ -72,6 +76,10 @@ class BaselinePolicy:
         self.guards = guards or GuardParams()
         if tick_s is not None:
             self.reclaim_params = replace(type(self).reclaim_params, tick_s=tick_s)
+
+    def budget_stop(self, snapshot: Snapshot) -> Plan:
+        """The hard budgets' stop alone, for a pass whose pool could not be read (``blind_stop``)."""
+        return blind_stop(snapshot, self.guards, self.reclaim_params.tick_s)
 
     def decide(self, snapshot: Snapshot) -> Plan:
         snapshot, overrun_wake = believe_overruns(snapshot)  # a job past its estimate is not ending now

@@ -9,17 +9,23 @@ the pool itself starts on another team's idle node for a team at its budget (the
 job's team's from then, ``burster.node_bills``): given the grace, each such start cost the team a
 checkpoint write and more past its budget, and a requeued job was given the next node that fell
 idle; a run begun since the last pass was started by the pool, not by a launch this stop allowed.
+
+A pass whose pool cannot be read decides nothing else, but the stop still holds (``blind_stop``): the
+nodes it stops are terminated at once, as no checkpoint can be asked of a pool that does not answer
+(their jobs lose the work since their last checkpoint; a hard budget is the user's word that this is
+better than running past it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from burster.lifecycle import LIVE_STATES, NodeState
 from burster.model import Node, Snapshot
-from burster.plan import Action, Checkpoint, Terminate, request_id
+from burster.plan import Action, Checkpoint, Plan, Terminate, request_id
 from policies.budget_room import in_flight_burn, per_period
 
 if TYPE_CHECKING:
@@ -53,6 +59,18 @@ def enforce_team_budgets(snapshot: Snapshot, params: GuardParams, tick_s: float,
         out += _stop_burn(snapshot, params, tick_s, f"team {team}'s hard budget", budget, spent.get(team, 0.0),
                           [n for n in live if n.team == team], in_flight_burn(snapshot, team))
     return out
+
+
+def blind_stop(snapshot: Snapshot, params: GuardParams, tick_s: float) -> Plan:
+    """The hard budgets' stop alone, for a pass whose pool could not be read (``snapshot`` has no
+    pending, running or pool nodes; what runs on each cloud node is unknown): each node the stop
+    would checkpoint is terminated now instead."""
+    stopping = enforce_budget(snapshot, params, tick_s)
+    stopping += enforce_team_budgets(snapshot, params, tick_s, stopping)
+    unread = "; the pool could not be read: terminated without a checkpoint"
+    return Plan(tuple(replace(a, reason=a.reason + unread) if isinstance(a, Terminate) else
+                      Terminate((a.node_id,), reason=a.reason + unread, request_id=request_id("budget", a.node_id))
+                      for a in stopping if isinstance(a, Terminate | Checkpoint)))
 
 
 def _live_by_price(snapshot: Snapshot) -> list[Node]:

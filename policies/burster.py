@@ -10,7 +10,7 @@ from functools import partial
 
 from burster.model import Snapshot
 from burster.plan import Action, Checkpoint, Drain, Hold, Launch, Plan
-from policies.budget_stop import enforce_budget, enforce_team_budgets
+from policies.budget_stop import blind_stop, enforce_budget, enforce_team_budgets
 from policies.burst import BurstParams, burst
 from policies.consolidate import consolidate
 from policies.cost import CostModel
@@ -58,6 +58,10 @@ class BursterPolicy:
     def __init__(self, cost: CostModel | None = None, params: BursterParams | None = None) -> None:
         self.cost = cost or CostModel()
         self.params = params or BursterParams()
+
+    def budget_stop(self, snapshot: Snapshot) -> Plan:
+        """The hard budgets' stop alone, for a pass whose pool could not be read (``blind_stop``)."""
+        return blind_stop(snapshot, self.params.guards, self.params.reclaim.tick_s)
 
     def decide(self, snapshot: Snapshot) -> Plan:
         p = self.params

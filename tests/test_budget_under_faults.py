@@ -1,5 +1,6 @@
 """The hard dollar budget under cloud faults: the chaos machine (tests/test_reconcile_chaos.py) run
-under a hard budget always, checking pass by pass and at the end what was billed against it.
+under a hard budget always, with outages of the pool too (passes in a row that cannot read it, which
+decide only what the budgets demand), checking pass by pass and at the end what was billed against it.
 
 What the budget promises (policies/guards.py): a launch is kept only if spend so far (the ledger,
 plus what live nodes accrued, the billing minimum included) plus live nodes' expected remaining
@@ -73,13 +74,26 @@ class BudgetChaos(ChaosMachine):
         self.stop_reach_usd = 0.0  # the most nodes new in the passes a stop came in or after burn until it ends them
         self.new_before_usd = 0.0  # what the nodes new in the last pass burn until a stop can end them
         self.last_pass = self.clock.now()
+        self.down_passes = 0  # passes left with the pool unreadable
         super().busy(hours, budget_usd)
 
     @rule(seconds=st.integers(1, TICK_S))
     def a_pass(self, seconds: int) -> None:
         self._step(seconds)
 
+    @rule(passes=st.integers(2, 40))
+    def pool_down(self, passes: int) -> None:
+        """The pool cannot be read for this many passes (slurmctld down): only the budgets decide."""
+        self.down_passes = passes
+
+    def _settle(self) -> None:
+        self.down_passes = 0
+        super()._settle()
+
     def _step(self, seconds: float) -> None:
+        if self.down_passes:
+            self.down_passes -= 1
+            self.pool_fault = "fail_pending"
         self._count_unknown(self.clock.now() + timedelta(seconds=seconds))
         known = {rec.node_id for rec in self.state.live()}
         super()._step(seconds)

@@ -173,13 +173,14 @@ def test_a_drain_that_fails_after_a_checkpoint_is_reported_and_tried_again_next_
     assert node_id not in {n.node_id for n in w.cloud.list_nodes()}  # (b, requeued, bursts again)
 
 
-def test_a_pool_that_cannot_be_read_makes_a_pass_that_decides_nothing_and_says_why() -> None:
+def test_a_pool_that_cannot_be_read_makes_a_pass_that_decides_nothing_under_no_budget_and_says_why() -> None:
     w = World()
     w.job("a")
     w.job("b")
     w.pool.fail_pending = TransientError("pool: squeue timed out")
     report = w.rec.run_once()  # does not raise
-    assert report.plan.actions == () and report.errors == ["pool unreadable, nothing decided: pool: squeue timed out"]
+    assert report.plan.actions == ()
+    assert report.errors == ["pool unreadable, only the hard budgets decided: pool: squeue timed out"]
     assert report.quiet_until is None and w.cloud.list_nodes() == []
     w.clock.advance(10)
     (launch,) = w.rec.run_once().plan.launches  # readable again: b bursts

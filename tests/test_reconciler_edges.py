@@ -308,7 +308,7 @@ def test_an_unreadable_pool_still_reports_a_failed_checkpoint_poll() -> None:
     w.pool.fail_pending = TransientError("pool: squeue timed out")
     w.clock.advance(10)
     assert w.rec.run_once().errors == [f"checkpoint of {node.node_id} failed: pool: slurmctld not responding",
-                                       "pool unreadable, nothing decided: pool: squeue timed out"]
+                                       "pool unreadable, only the hard budgets decided: pool: squeue timed out"]
 
 
 def test_an_unreadable_pool_still_reports_a_timed_out_checkpoint_and_both_reach_the_events() -> None:
@@ -321,7 +321,7 @@ def test_an_unreadable_pool_still_reports_a_timed_out_checkpoint_and_both_reach_
     (note,) = report.notes
     assert note.startswith(f"checkpoint of job b on {node_id} timed out")
     stamp = f"{w.clock.now():%Y-%m-%d %H:%M:%S}"
-    unread = "pool unreadable, nothing decided: pool: squeue timed out"
+    unread = "pool unreadable, only the hard budgets decided: pool: squeue timed out"
     assert events == [f"{stamp} note: {note}", f"{stamp} error: {unread}"]
 
 
