@@ -164,6 +164,7 @@ def bench_config(nodes: int, requeue: str = "submission", order: str = "start_by
 def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
     """Simulate one policy in one setting (runs in a worker process)."""
     from burster.app import build_simulation
+    from burster.sim.controller_log import ControllerLog
     from burster.sim.engine import run
     from burster.sim.summary import summarize
     from burster.sim.timeline import Timeline
@@ -180,7 +181,9 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
     step_s = max(300, round(w.days * 86400 / 288 / 300) * 300)
     timeline = Timeline(world, start, step_s=step_s, reserved_gpus=sim.pool_gpus)
     t0 = time.perf_counter()
-    passes = run(world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end, on_progress=timeline.observe)
+    warnings = ControllerLog(sim.clock.now, echo=False)  # counted, not printed: arms run side by side
+    with warnings.attached():
+        passes = run(world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end, on_progress=timeline.observe)
     metrics = world.pool.metrics
     summary = summarize(metrics=metrics, ledger=sim.reconciler.state.ledger,
                         launches=sum(c.launches for c in world.clouds.values()), passes=passes, policy=policy,
@@ -193,6 +196,7 @@ def run_arm(setting: Setting, policy: str, sources: Sources) -> ArmResult:
     summary["estimate_team_spread"] = sources.estimate_team_spread
     summary["policy_settings"] = dict(sources.policy)
     summary["pool_order"] = sources.order
+    summary["controller_warnings"] = sum(warnings.counts.values())
     spend: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for e in sim.reconciler.state.ledger:
         spend[e.provider][e.market] += float(e.usd)
@@ -256,7 +260,7 @@ SUMMARY_EXTRAS = ("cloud_usd_spot", "cloud_usd_on_demand", "cloud_usd_waived", "
                   "hard_deadline_misses", "jobs_never_started", "preemptions", "onprem_preemptions",
                   "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours", "stranded_gpu_hours",
                   "launches", "onprem_utilization", "estimate_error", "estimate_bias", "estimate_team_spread",
-                  "policy_settings", "pool_order", "spot_source")
+                  "policy_settings", "pool_order", "controller_warnings", "spot_source")
 
 
 def list_usd(summary: dict[str, Any]) -> float:

@@ -108,7 +108,7 @@ def _arm(setting: Setting, policy: str, usd: float, waived: float, preempted: in
                                "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours",
                                "stranded_gpu_hours", "launches", "onprem_utilization", "estimate_error",
                                "estimate_bias", "estimate_team_spread", "policy_settings", "pool_order",
-                               "spot_source")}
+                               "spot_source", "controller_warnings")}
     return ArmResult(setting, policy, summary, {}, {})
 
 

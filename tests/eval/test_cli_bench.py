@@ -25,7 +25,7 @@ EXTRAS = {"cloud_usd_spot", "cloud_usd_on_demand", "wait_share_within_budget", "
           "lost_gpu_hours", "cloud_gpu_hours", "requeued_wait_gpu_hours", "stranded_gpu_hours",
           "upper_bound_cloud_gpu_hours", "launches", "onprem_utilization", "ratio_to_lower_bound", "captured_savings",
           "bound_status", "window", "estimate_error", "estimate_bias", "estimate_team_spread",
-          "policy_settings", "pool_order", "spot_source",
+          "policy_settings", "pool_order", "spot_source", "controller_warnings",
           "jobs_never_started", "cloud_usd_waived", "onprem_preemptions", "bracket_lower_usd", "lower_bound_split_runs"}
 
 

@@ -173,3 +173,12 @@ def test_the_queue_order_reaches_the_simulated_pool() -> None:
     assert by_order["start_by"]["jobs"] == by_order["submission"]["jobs"] > 0
     assert by_order["start_by"]["cloud_gpu_hours"] != by_order["submission"]["cloud_gpu_hours"]
     assert by_order["start_by"]["wait_p95_s"] != by_order["submission"]["wait_p95_s"]
+
+
+def test_an_arms_controller_warnings_are_counted_not_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    """A join timeout below the simulated boots blocks an offering at each cut-off node: the arm counts
+    the warnings in its record (``controller_warnings``) instead of printing one per node."""
+    plan = plan_settings([Window(str(DEMO_TRACE), "philly", 1.0, 1.0)], seeds=[0], nodes=[9])
+    short = run_arm(plan.settings[0], "burster", Sources(policy=(("join_timeout_s", 200),))).summary
+    assert short["controller_warnings"] > 0 and "never came up" not in capsys.readouterr().err
+    assert run_arm(plan.settings[0], "burster", Sources()).summary["controller_warnings"] == 0
