@@ -1,7 +1,8 @@
 """One reconcile pass: observe -> decide -> actuate -> record. Used unchanged by the simulator.
 
 - observe never raises: a provider whose reads fail is marked degraded (nothing there is reclaimed);
-  a pool that cannot be read makes a pass that decides nothing and says why.
+  a pool that cannot be read makes a pass that decides only the hard budgets' stop (terminates, no
+  checkpoint: ``Policy.budget_stop``) and says why.
   Interruption notices stand until their node ends; a failed checkpoint poll or drain is retried.
   A node a listing leaves out ends only once older than ``listing_grace_s`` (clouds list new
   instances late); one recorded as ended that a listing still shows alive a grace later (at once
