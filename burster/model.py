@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from typing import TypedDict
 
 from burster.lifecycle import NodeState
 
@@ -80,6 +81,8 @@ class Node:
     team: str = ""
     protected: bool = False
     ended_at: datetime | None = None  # when the cloud says it went (terminated/preempted)
+    project: str = ""  # as its launch tagged it, with team (``node_tags``)
+    sprint: str = ""
     exclusive: bool = False  # the pool starts there only its own job or one a Hold gives it (``Launch.exclusive``)
     taken_back: bool = False  # ended, and its cloud says it took this spot node back (not a terminate of ours)
 
@@ -205,6 +208,22 @@ EXCLUSIVE_LABEL = "exclusive"  # the launch label (cloud tag) of an exclusive no
 def tagged_exclusive(tags: Mapping[str, object]) -> bool:
     """Whether a node's cloud tags / labels mark it exclusive (so a restarted controller knows)."""
     return str(tags.get(EXCLUSIVE_LABEL, "")).lower() == "true"
+
+
+class NodeTags(TypedDict):
+    """The ``Node`` fields a node's cloud tags / labels carry back (a launch's team, project, sprint and
+    ``exclusive``), so a controller that adopts the node with no intent of its own attributes it alike."""
+
+    team: str
+    project: str
+    sprint: str
+    exclusive: bool
+
+
+def node_tags(tags: Mapping[str, object]) -> NodeTags:
+    """What ``tags`` say of a node's owners (GCE label values come back lowercased: its label alphabet)."""
+    return NodeTags(team=str(tags.get("team", "")), project=str(tags.get("project", "")),
+                    sprint=str(tags.get("sprint", "")), exclusive=tagged_exclusive(tags))
 
 
 def queue_key(job: Demand) -> QueueKey:

@@ -69,8 +69,8 @@ class NodeBook:
                 state=NodeState.REQUESTED,
                 for_job=launch.job_id if launch else None,
                 team=launch.team if launch else n.team,
-                project=launch.project if launch else "",
-                sprint=launch.sprint if launch else "",
+                project=launch.project if launch else n.project,
+                sprint=launch.sprint if launch else n.sprint,
                 reason=launch.reason if launch else "adopted: tagged by this controller",
                 exclusive=launch.exclusive if launch else n.exclusive,
             ))

@@ -23,7 +23,7 @@ from burster.errors import (
     TransientError,
 )
 from burster.lifecycle import NodeState
-from burster.model import Interruption, Market, Node, Offering, tagged_exclusive
+from burster.model import Interruption, Market, Node, Offering, node_tags
 from providers.aws import session as sdk
 from providers.aws.errors import PROVIDER, Caller, error_for_code
 from providers.aws.fleet import TemplateVersions, fleet_request, fleet_result, tags_for, template_id_for
@@ -144,8 +144,8 @@ class AwsProvider:
             raise
         result = fleet_result(response)
         now = self._now()
-        nodes = [Node(i, offering, NodeState.LAUNCHING, now, request_id, team=labels.get("team", ""),
-                      exclusive=tagged_exclusive(labels)) for i in result.instance_ids]
+        nodes = [Node(i, offering, NodeState.LAUNCHING, now, request_id, **node_tags(labels))
+                 for i in result.instance_ids]
         if len(nodes) >= count:
             return nodes
         cause = _first_error(result.errors, key)
@@ -225,7 +225,7 @@ class AwsProvider:
         taken_back = state is NodeState.TERMINATED and market is Market.SPOT \
             and (inst.get("StateReason") or {}).get("Code") == SPOT_TAKEN_BACK
         return Node(inst["InstanceId"], offering, state, launched_at, tags.get("burster-request-id", ""),
-                    team=tags.get("team", ""), exclusive=tagged_exclusive(tags), taken_back=taken_back)
+                    taken_back=taken_back, **node_tags(tags))
 
     def _describe_zones(self, region: str) -> list[dict[str, str]]:
         ec2 = self._client("ec2", region)

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from burster.clock import utc_now
 from burster.errors import CapacityError, NotFoundError, PartialLaunchError, ProviderError
 from burster.lifecycle import NodeState
-from burster.model import Interruption, Node, Offering, tagged_exclusive
+from burster.model import Interruption, Node, Offering, node_tags
 from burster.retry import call_with_backoff
 from providers.azure import vms
 from providers.azure.errors import PROVIDER, retry_after_of, translate
@@ -347,7 +347,7 @@ class AzureProvider:
     def _launching(self, name: str, offering: Offering, request_id: str, labels: Mapping[str, str],
                    launched_at: datetime | None = None) -> Node:
         return Node(name, offering, NodeState.LAUNCHING, launched_at or self._now(), request_id,
-                    team=labels.get("team", ""), exclusive=tagged_exclusive(labels))
+                    **node_tags(labels))
 
     def _delete_and_wait(self, names: list[str]) -> None:
         """Remove VMs whose allocation failed (they linger in provisioningState Failed otherwise)."""
@@ -374,8 +374,7 @@ class AzureProvider:
                     or Offering(PROVIDER, location, location, size, "unknown", 1, market, 0.0))
         state = NodeState.TERMINATING if stopped else vms.state_of(vm)
         return Node(str(vm.get("name")), offering, state, vms.created_at(vm) or self._now(),
-                    str(tags.get(vms.REQUEST_TAG, "")), team=str(tags.get("team", "")),
-                    exclusive=tagged_exclusive(tags))
+                    str(tags.get(vms.REQUEST_TAG, "")), **node_tags(tags))
 
 
 def _index(name: str) -> int:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from burster.errors import CapacityError, PartialLaunchError, ProviderError, ThrottledError, TransientError
 from burster.lifecycle import NodeState
-from burster.model import Interruption, Node, Offering, tagged_exclusive
+from burster.model import Interruption, Node, Offering, node_tags
 from burster.retry import call_with_backoff
 
 
@@ -167,8 +167,7 @@ class FakeCloudProvider:
     def _make(self, offering: Offering, request_id: str, labels: Mapping[str, str]) -> Node:
         node_id = f"{self.name}-{next(self._ids):06d}"
         state = NodeState.LAUNCHING if self._boot_slowly else NodeState.READY
-        node = Node(node_id, offering, state, self._now(), request_id,
-                    team=labels.get("team", ""), exclusive=tagged_exclusive(labels))
+        node = Node(node_id, offering, state, self._now(), request_id, **node_tags(labels))
         self._nodes[node_id] = node
         self._labels[node_id] = {"managed-by": "burster", "request-id": request_id, **labels}
         return node

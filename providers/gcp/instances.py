@@ -10,7 +10,7 @@ from typing import Any
 from burster.catalog import gcp_gpu_of
 from burster.config import GcpConfig
 from burster.lifecycle import NodeState
-from burster.model import Market, Node, Offering, tagged_exclusive
+from burster.model import Market, Node, Offering, node_tags
 from providers.gcp.naming import REQUEST_ID, last_segment, parse_time
 
 DEFAULT_IMAGE = "projects/debian-cloud/global/images/family/debian-12"  # without an instance template
@@ -93,13 +93,11 @@ def node_of(inst: Any, catalog: Mapping[tuple[str, str, Market], Offering], *, d
     labels = dict(inst.labels)
     return Node(node_id=inst.name, offering=offering_of(inst, catalog), state=state,
                 launched_at=parse_time(inst.creation_timestamp, now),
-                request_id=labels.get(REQUEST_ID, ""), team=labels.get("team", ""),
-                exclusive=tagged_exclusive(labels))
+                request_id=labels.get(REQUEST_ID, ""), **node_tags(labels))
 
 
 def gone_node(name: str, offering: Offering, request_id: str, labels: Mapping[str, str], *,
               launched_at: datetime, ended_at: datetime) -> Node:
     """An instance our insert made that is gone (preempted and deleted, or deleted): TERMINATED."""
     return Node(node_id=name, offering=offering, state=NodeState.TERMINATED, launched_at=launched_at,
-                request_id=request_id, team=labels.get("team", ""), ended_at=ended_at,
-                exclusive=tagged_exclusive(labels))
+                request_id=request_id, ended_at=ended_at, **node_tags(labels))

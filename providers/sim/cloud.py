@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from burster.billing import billing_rule, interrupted_spot_billed_s
 from burster.errors import CapacityError, PartialLaunchError, ThrottledError
 from burster.lifecycle import NodeState
-from burster.model import Interruption, Market, Node, Offering, tagged_exclusive
+from burster.model import Interruption, Market, Node, Offering, node_tags, tagged_exclusive
 from burster.retry import call_with_backoff
 from providers.sim.events import EventQueue
 from providers.sim.pool import SimPool
@@ -129,7 +129,7 @@ class SimCloudProvider:
         nodes = []
         for _ in range(count):
             node = Node(f"{self.name}-{next(self._ids):06d}", offering, NodeState.LAUNCHING, now, request_id,
-                        team=labels.get("team", ""), exclusive=exclusive)
+                        **node_tags(labels))
             self._nodes[node.node_id] = node
             self._pool.expect(node.node_id, offering, for_job, exclusive=exclusive)
             self._events.at(ready_at, self._ready_handler(node.node_id))

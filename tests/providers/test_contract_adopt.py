@@ -58,3 +58,18 @@ def test_a_node_launched_for_an_intent_and_gone_while_the_controller_was_down_is
         assert state.nodes[node.node_id].state is NodeState.TERMINATED
     else:  # the fake and the simulator list nothing of a node ended before it was ever listed
         assert state.nodes == {} and state.ledger == []
+
+
+def test_a_node_adopted_with_no_intent_is_attributed_by_its_tags(harness: Harness) -> None:
+    """A lost store, a node of an earlier run still up: its record (and so its ledger entries) takes
+    the team, project and sprint its launch tagged it with (GCE keeps label values lowercased)."""
+    p = harness.provider
+    labels = {"team": "vision", "project": "detector", "sprint": "S42", "exclusive": "true"}
+    (node,) = p.launch(harness.offering, 1, request_id=request_id("earlier-run", 2), labels=labels)
+    clock = FakeClock((node.launched_at or FakeClock().now()) + timedelta(seconds=60))
+    pool = SimPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
+    rec = Reconciler(providers={p.name: p}, pool=pool, policy=BursterPolicy(), clock=clock)
+    assert not rec.run_once().errors
+    got = rec.state.nodes[node.node_id]
+    sprint = "s42" if type(p).__module__.startswith("providers.gcp") else "S42"
+    assert (got.team, got.project, got.sprint, got.exclusive, got.for_job) == ("vision", "detector", sprint, True, None)
