@@ -108,8 +108,17 @@ class GuardConfig(_Section):
     protected_node_ids: Names = ()
 
 
-class AwsConfig(_Section):
+CLUSTER_PATTERN = r"^[a-z0-9][a-z0-9-]*$"  # a tag value every cloud takes (GCE labels: lowercase)
+
+
+class _CloudSection(_Section):
     enabled: bool = False
+    # the cluster its terraform module was applied with (its nodes' tag and its permissions' scope):
+    # if given, it must be controller.cluster; ``burster config from-terraform`` writes it
+    cluster: str = Field(default="", max_length=63, pattern=r"^([a-z0-9][a-z0-9-]*)?$")
+
+
+class AwsConfig(_CloudSection):
     regions: Names = ("us-east-1",)
     launch_template_ids: dict[str, str] = Field(default_factory=dict)  # gpu class -> lt id
     subnet_ids: Names = ()
@@ -119,8 +128,7 @@ class AwsConfig(_Section):
     endpoint_url: str = ""  # one endpoint for EC2, SQS and Price List (moto); per service: AWS_ENDPOINT_URL_EC2 etc.
 
 
-class GcpConfig(_Section):
-    enabled: bool = False
+class GcpConfig(_CloudSection):
     project: str = ""
     zones: Names = ()
     instance_templates: dict[str, str] = Field(default_factory=dict)  # gpu class -> template URL
@@ -130,8 +138,7 @@ class GcpConfig(_Section):
     api_endpoint: str = ""
 
 
-class AzureConfig(_Section):
-    enabled: bool = False
+class AzureConfig(_CloudSection):
     subscription_id: str = ""
     resource_group: str = ""
     location: str = ""
@@ -152,7 +159,7 @@ class StoreConfig(_Section):
 
 
 class ControllerConfig(_Section):
-    cluster: str = Field(default="default", min_length=1, max_length=63, pattern=r"^[a-z0-9][a-z0-9-]*$")
+    cluster: str = Field(default="default", min_length=1, max_length=63, pattern=CLUSTER_PATTERN)
     tick_s: float = Field(default=10.0, gt=0, le=3600)
 
 
@@ -173,6 +180,17 @@ class BursterConfig(_Section):
             raise ValueError(f"policy.join_timeout_s: {join_s:g} s is not longer than cost.launch_latency_s "
                              f"({boot_s:g} s, a node's modelled boot and join): every burst node would be "
                              "terminated before it joined; raise the timeout above the boot")
+        return self
+
+    @model_validator(mode="after")
+    def _one_cluster(self) -> BursterConfig:
+        ours = self.controller.cluster
+        for name in ("aws", "gcp", "azure"):
+            theirs = getattr(self.clouds, name).cluster
+            if theirs and theirs != ours:
+                raise ValueError(f"clouds.{name}.cluster: its terraform was applied for cluster {theirs!r}, which its "
+                                 f"nodes' tags and permissions are scoped to, but controller.cluster is {ours!r}: "
+                                 f"set [controller] cluster = \"{theirs}\" (or apply the module with {ours!r})")
         return self
 
 

@@ -4,6 +4,9 @@ Each output of a root is named after a key of one cloud section (``launch_templa
 ``clouds.aws.launch_template_ids``); an output named after a cloud (``aws``) whose value is an
 object holds that cloud's keys, so ``output "aws" { value = module.burster }`` works too. The
 result is TOML (``[clouds.aws]`` with ``enabled = true``) validated by :func:`parse_config`.
+An output named ``cluster`` (the modules' ``var.cluster``: the nodes' tag, the permissions' scope) is a
+key of every cloud section, so it goes to the section of the other outputs of its root; the config
+then requires it to be ``controller.cluster``.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -26,7 +29,8 @@ CLOUDS = tuple(CLOUD_MODELS)
 OUTPUT_KEYS: dict[str, tuple[str, ...]] = {
     cloud: tuple(k for k in model.model_fields if k != "enabled") for cloud, model in CLOUD_MODELS.items()
 }
-_OWNER = {key: cloud for cloud, keys in OUTPUT_KEYS.items() for key in keys}
+SHARED_KEYS = ("cluster",)  # keys of every cloud section: placed by the root's other outputs
+_OWNER = {key: cloud for cloud, keys in OUTPUT_KEYS.items() for key in keys if key not in SHARED_KEYS}
 
 
 def parse_outputs(text: str, source: str) -> dict[str, Any]:
@@ -100,7 +104,11 @@ def sections_from_outputs(
     if cloud is not None and cloud not in CLOUD_MODELS:
         raise ConfigError(f"unknown cloud {cloud!r}; choose one of {', '.join(CLOUDS)}")
     sections: dict[str, dict[str, Any]] = {} if into is None else into
+    placed: set[str] = set() if cloud is None else {cloud}  # the clouds this root's outputs are for
+    shared = {name: value for name, value in outputs.items() if name in SHARED_KEYS}
     for name, value in outputs.items():
+        if name in shared:
+            continue
         if name in CLOUD_MODELS and isinstance(value, dict):
             pairs: Iterable[tuple[str, str, str, Any]] = (
                 (name, f"{name}.{k}", str(k), v) for k, v in value.items())
@@ -120,6 +128,15 @@ def sections_from_outputs(
                     f"drop --cloud {cloud} or pass only the {cloud} root's outputs"
                 )
             _place(sections, owner, key, val, f"{source}: output {label!r}")
+            placed.add(owner)
+    for name, value in shared.items():
+        if value is None:
+            continue
+        if not placed:
+            raise ConfigError(f"{source}: output {name!r} is every cloud's key, and no other output of this root "
+                              "says which cloud it is for; pass the root's whole `terraform output -json`")
+        for owner in sorted(placed):
+            _place(sections, owner, name, value, f"{source}: output {name!r}")
     return sections
 
 
@@ -200,11 +217,27 @@ def config_from_terraform(sources: Iterable[tuple[str, str]], cloud: str | None 
         values, sensitive = read_outputs(text, source)
         sections_from_outputs(values, source, cloud, into=sections)
         hidden |= {("clouds", n) if n in CLOUD_MODELS else ("clouds", _OWNER[n], n)
-                   for n in sensitive if n in values}
+                   for n in sensitive if n in values and n not in SHARED_KEYS}
+        hidden |= {("clouds", c, n) for n in sensitive if n in values and n in SHARED_KEYS for c in CLOUDS}
     if not sections:
         raise InputError(f"{', '.join(names) or '<no input>'}: every output is null; nothing to write")
     for section in sections.values():
         section["enabled"] = True
     toml_text = render_toml(sections)
-    parse_config(tomllib.loads(toml_text), source=f"terraform outputs of {', '.join(names)}", hidden=hidden)
+    data = tomllib.loads(toml_text)
+    cluster = _one_cluster(sections, names)
+    if cluster is not None:  # checked against the config's own [controller] when it is loaded
+        data["controller"] = {"cluster": cluster}
+        toml_text = f"# these sections need [controller] cluster = {_string(cluster)}\n{toml_text}"
+    parse_config(data, source=f"terraform outputs of {', '.join(names)}", hidden=hidden)
     return toml_text
+
+
+def _one_cluster(sections: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> str | None:
+    """The cluster the roots were applied for (None: no root says); roots of two are an error."""
+    clusters = {cloud: s["cluster"] for cloud, s in sections.items() if isinstance(s.get("cluster"), str)}
+    if len(set(clusters.values())) > 1:
+        each = ", ".join(f"{cloud}: {c!r}" for cloud, c in sorted(clusters.items()))
+        raise ConfigError(f"{', '.join(names)}: the roots were applied for different clusters ({each}); one "
+                          "controller serves one cluster (controller.cluster): apply them with the same var.cluster")
+    return next(iter(clusters.values()), None)

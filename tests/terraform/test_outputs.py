@@ -1,4 +1,5 @@
-"""Every module and example output is a real Burster config key; checkov skips carry reasons."""
+"""Every module and example output is a real Burster config key (a cloud's, or controller.cluster);
+checkov skips carry reasons."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from tests.terraform.hcl import CLOUDS, TERRAFORM, example, module
 
 EXPECTED = {
     "aws": {"regions", "launch_template_ids", "subnet_ids", "security_group_ids", "instance_profile_arn",
-            "interruption_queue_url"},
-    "gcp": {"project", "zones", "instance_templates", "node_service_account", "network", "subnetwork"},
-    "azure": {"subscription_id", "resource_group", "location", "subnet_id", "identity_id", "image_reference"},
+            "interruption_queue_url", "cluster"},
+    "gcp": {"project", "zones", "instance_templates", "node_service_account", "network", "subnetwork", "cluster"},
+    "azure": {"subscription_id", "resource_group", "location", "subnet_id", "identity_id", "image_reference",
+              "cluster"},
 }
 
 
@@ -25,10 +27,12 @@ def test_module_outputs_are_config_keys(cloud: str) -> None:
     fields = type(getattr(BursterConfig().clouds, cloud)).model_fields
     outputs = module(cloud).outputs
     assert set(outputs) == EXPECTED[cloud]
-    assert set(outputs) <= set(fields) - {"enabled"}
-    assert set(outputs) <= set(OUTPUT_KEYS[cloud])
+    assert set(outputs) - {"cluster"} <= set(fields) - {"enabled"}
+    assert set(outputs) - {"cluster"} <= set(OUTPUT_KEYS[cloud])
+    assert outputs["cluster"]["value"] == "${var.cluster}"
+    assert "cluster" in type(BursterConfig().controller).model_fields
     for name, body in outputs.items():
-        assert body["description"].startswith(f"clouds.{cloud}.{name}")
+        assert body["description"].startswith("controller.cluster" if name == "cluster" else f"clouds.{cloud}.{name}")
 
 
 @pytest.mark.parametrize("cloud", CLOUDS)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from burster.config import parse_config
+from burster.config import BursterConfig, parse_config
 from burster.errors import ConfigError, InputError
 from burster.tfconfig import config_from_terraform, parse_outputs, render_toml
 
@@ -27,11 +27,19 @@ def _outputs(**values: Any) -> str:
     return json.dumps({k: {"sensitive": False, "type": "string", "value": v} for k, v in values.items()})
 
 
+HEAD = '# these sections need [controller] cluster = "ml-research"\n'  # the samples' roots were applied for it
+
+
+def _load(text: str) -> BursterConfig:
+    """The config a user gets by appending ``text`` to a file whose [controller] names the samples' cluster."""
+    return parse_config(tomllib.loads('[controller]\ncluster = "ml-research"\n' + text))
+
+
 def test_each_sample_becomes_a_valid_section() -> None:
     for cloud in SAMPLES:
         text = config_from_terraform([_src(cloud)])
-        assert text.startswith(f"[clouds.{cloud}]\nenabled = true\n")
-        section = getattr(parse_config(tomllib.loads(text)).clouds, cloud)
+        assert text.startswith(f'{HEAD}[clouds.{cloud}]\nenabled = true\ncluster = "ml-research"\n')
+        section = getattr(_load(text).clouds, cloud)
         assert section.enabled is True
         raw = json.loads(SAMPLES[cloud].read_text())
         for key, entry in raw.items():
@@ -40,7 +48,7 @@ def test_each_sample_becomes_a_valid_section() -> None:
 
 
 def test_aws_values() -> None:
-    cfg = parse_config(tomllib.loads(config_from_terraform([_src("aws")])))
+    cfg = _load(config_from_terraform([_src("aws")]))
     lts = cfg.clouds.aws.launch_template_ids
     assert lts == {"A100": "lt-0a1b2c3d4e5f60001", "H100": "lt-0a1b2c3d4e5f60002"}
     assert cfg.clouds.aws.regions == ("us-east-1",)
@@ -49,15 +57,35 @@ def test_aws_values() -> None:
 
 def test_several_roots_at_once() -> None:
     text = config_from_terraform([_src(c) for c in SAMPLES])
-    clouds = parse_config(tomllib.loads(text)).clouds
+    clouds = _load(text).clouds
     assert clouds.aws.enabled and clouds.gcp.enabled and clouds.azure.enabled
     assert clouds.azure.image_reference["offer"] == "ubuntu-hpc"
 
 
 def test_cloud_filter_rejects_other_clouds_outputs() -> None:
-    assert config_from_terraform([_src("gcp")], cloud="gcp").startswith("[clouds.gcp]")
+    assert config_from_terraform([_src("gcp")], cloud="gcp").startswith(f"{HEAD}[clouds.gcp]")
     with pytest.raises(ConfigError, match=r"output '\w+' belongs to \[clouds.gcp\], not \[clouds.aws\]"):
         config_from_terraform([_src("gcp")], cloud="aws")
+
+
+def test_the_cluster_the_roots_were_applied_for_must_be_the_controllers() -> None:
+    """Nodes are tagged, and the AWS permissions scoped, by the modules' cluster: a controller of another
+    would neither see those nodes nor be let launch them, so loading such a config fails, saying how."""
+    text = config_from_terraform([_src("aws")])
+    with pytest.raises(ConfigError, match=r"clouds.aws.cluster: its terraform was applied for cluster 'ml-research'"
+                                          r".*set \[controller\] cluster = \"ml-research\""):
+        parse_config(tomllib.loads(text))  # appended to a config of the default cluster
+    assert _load(text).controller.cluster == "ml-research"
+    other = ("b.json", _outputs(zones=["us-central1-a"], cluster="ml-prod"))
+    with pytest.raises(ConfigError, match=r"applied for different clusters \(aws: 'ml-research', gcp: 'ml-prod'\)"):
+        config_from_terraform([_src("aws"), other])
+    nested = config_from_terraform([("n.json", _outputs(aws={"regions": ["us-east-1"], "cluster": "ml"}))])
+    assert 'cluster = "ml"' in nested and nested.startswith('# these sections need [controller] cluster = "ml"')
+    with pytest.raises(ConfigError, match=r"clouds.aws.cluster: String should match pattern"):
+        config_from_terraform([("x.json", _outputs(regions=["us-east-1"], cluster="ML Research"))])
+    with pytest.raises(ConfigError, match=r"x.json: output 'cluster' is every cloud's key, and no other output"):
+        config_from_terraform([("x.json", _outputs(regions=None, cluster="ml"))])
+    assert "cluster" not in config_from_terraform([("x.json", _outputs(regions=["us-east-1"]))])
 
 
 def test_unknown_output_is_named() -> None:
@@ -70,7 +98,7 @@ def test_unknown_output_is_named() -> None:
 def test_cloud_named_object_output() -> None:
     module = {"regions": ["eu-west-1"], "subnet_ids": ["s-1"]}
     text = config_from_terraform([("m.json", _outputs(aws=module))])
-    assert parse_config(tomllib.loads(text)).clouds.aws.regions == ("eu-west-1",)
+    assert parse_config(tomllib.loads(text)).clouds.aws.regions == ("eu-west-1",)  # (no cluster: not checked)
     with pytest.raises(ConfigError, match=r"output 'aws\.project' is not a Burster config key"):
         config_from_terraform([("m.json", _outputs(aws={"project": "p"}))])
 
@@ -133,7 +161,7 @@ def test_cli_files_and_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: py
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(SAMPLES["gcp"].read_bytes())))
     args = _parser().parse_args(["config", "from-terraform"])
     assert args.func(args) == 0
-    assert capsys.readouterr().out.startswith("[clouds.gcp]\n")
+    assert capsys.readouterr().out.startswith(f"{HEAD}[clouds.gcp]\n")
 
 
 @pytest.mark.parametrize(("stdin", "message"), [

@@ -76,7 +76,7 @@ module "burster" {
   ingress_tcp_ports         = var.ingress_tcp_ports
 }
 
-# One output per key of [clouds.aws]; `burster config from-terraform` rejects any other name.
+# One output per key of [clouds.aws], and cluster ([controller]); `burster config from-terraform` rejects any other name.
 output "regions" {
   description = "clouds.aws.regions"
   value       = module.burster.regions
@@ -105,4 +105,9 @@ output "instance_profile_arn" {
 output "interruption_queue_url" {
   description = "clouds.aws.interruption_queue_url"
   value       = module.burster.interruption_queue_url
+}
+
+output "cluster" {
+  description = "controller.cluster"
+  value       = module.burster.cluster
 }

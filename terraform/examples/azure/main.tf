@@ -69,7 +69,7 @@ module "burster" {
   ingress_tcp_ports    = var.ingress_tcp_ports
 }
 
-# One output per key of [clouds.azure]; `burster config from-terraform` rejects any other name.
+# One output per key of [clouds.azure], and cluster ([controller]); `burster config from-terraform` rejects any other name.
 output "subscription_id" {
   description = "clouds.azure.subscription_id"
   value       = module.burster.subscription_id
@@ -98,4 +98,9 @@ output "identity_id" {
 output "image_reference" {
   description = "clouds.azure.image_reference"
   value       = module.burster.image_reference
+}
+
+output "cluster" {
+  description = "controller.cluster"
+  value       = module.burster.cluster
 }

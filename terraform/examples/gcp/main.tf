@@ -88,7 +88,7 @@ module "burster" {
   controller_impersonators = var.controller_impersonators
 }
 
-# One output per key of [clouds.gcp]; `burster config from-terraform` rejects any other name.
+# One output per key of [clouds.gcp], and cluster ([controller]); `burster config from-terraform` rejects any other name.
 output "project" {
   description = "clouds.gcp.project"
   value       = module.burster.project
@@ -117,4 +117,9 @@ output "network" {
 output "subnetwork" {
   description = "clouds.gcp.subnetwork"
   value       = module.burster.subnetwork
+}
+
+output "cluster" {
+  description = "controller.cluster"
+  value       = module.burster.cluster
 }

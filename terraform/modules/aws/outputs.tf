@@ -1,4 +1,4 @@
-# Each output is named after its key under [clouds.aws] in Burster's config file.
+# Each output is named after its key under [clouds.aws] (cluster: under [controller]) in Burster's config file.
 
 output "regions" {
   description = "clouds.aws.regions: the region these resources live in."
@@ -28,4 +28,9 @@ output "instance_profile_arn" {
 output "interruption_queue_url" {
   description = "clouds.aws.interruption_queue_url: the SQS queue of interruption and state-change events."
   value       = aws_sqs_queue.interruptions.url
+}
+
+output "cluster" {
+  description = "controller.cluster: the cluster these resources serve; instances carry the tag burster-cluster = <cluster>."
+  value       = var.cluster
 }

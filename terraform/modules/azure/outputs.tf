@@ -1,4 +1,4 @@
-# Each output is named after its key under [clouds.azure] in Burster's config file.
+# Each output is named after its key under [clouds.azure] (cluster: under [controller]) in Burster's config file.
 
 output "subscription_id" {
   description = "clouds.azure.subscription_id"
@@ -28,4 +28,9 @@ output "identity_id" {
 output "image_reference" {
   description = "clouds.azure.image_reference: publisher, offer, sku and version of the node image."
   value       = var.image_reference
+}
+
+output "cluster" {
+  description = "controller.cluster: the cluster these resources serve; VMs carry the tag burster-cluster = <cluster>."
+  value       = var.cluster
 }

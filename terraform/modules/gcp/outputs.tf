@@ -1,4 +1,4 @@
-# Each output is named after its key under [clouds.gcp] in Burster's config file.
+# Each output is named after its key under [clouds.gcp] (cluster: under [controller]) in Burster's config file.
 
 output "project" {
   description = "clouds.gcp.project"
@@ -28,4 +28,9 @@ output "network" {
 output "subnetwork" {
   description = "clouds.gcp.subnetwork"
   value       = var.subnetwork
+}
+
+output "cluster" {
+  description = "controller.cluster: the cluster these resources serve; instances carry the label burster-cluster = <cluster>."
+  value       = var.cluster
 }
