@@ -191,9 +191,9 @@ class NodeBook:
                 del watched[node_id]
         # a live record left terminating and not listed so: its terminate was refused (or the process died
         # in the call); made again listed or not, as a listing that failed would leave it billing a tick more
-        ending = {n.node_id for ns in listed.values() for n in ns if n.state is NodeState.TERMINATING}
-        self.unterminated |= {r.node_id for r in self.state.live()
-                              if r.state is NodeState.TERMINATING and r.node_id not in ending}
+        if terminating := [r.node_id for r in self.state.live() if r.state is NodeState.TERMINATING]:
+            ending = {n.node_id for ns in listed.values() for n in ns if n.state is NodeState.TERMINATING}
+            self.unterminated.update(i for i in terminating if i not in ending)
 
     def terminate(self, provider: CloudProvider, node_id: str) -> None:
         """Terminate one node (request id ``term-<id>``, so a retry is the same call); one refused stays
