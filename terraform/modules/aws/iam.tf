@@ -111,9 +111,6 @@ data "aws_iam_policy_document" "controller" {
     sid = "RegionalReads"
     actions = [
       "ec2:DescribeInstances",
-      "ec2:DescribeInstanceStatus",
-      "ec2:DescribeInstanceTypes",
-      "ec2:DescribeInstanceTypeOfferings",
       "ec2:DescribeSpotPriceHistory",
       "ec2:DescribeLaunchTemplateVersions",
       "ec2:DescribeAvailabilityZones",
@@ -130,7 +127,7 @@ data "aws_iam_policy_document" "controller" {
 
   statement {
     sid       = "PriceListReads"
-    actions   = ["pricing:GetProducts", "pricing:DescribeServices", "pricing:GetAttributeValues"]
+    actions   = ["pricing:GetProducts"]
     resources = ["*"]
   }
 
