@@ -33,8 +33,9 @@ class BurstNode:
 def start_on_own_nodes(queue: PoolQueue, burst: Mapping[str, BurstNode], booting: set[str | None],
                        now: datetime, start: Start) -> None:
     """Each job whose launched nodes have all joined (and are idle) starts on them, if they are
-    enough for it (``Demand.held_by``); one left short (a node of its launch ended while booting) waits
-    for the controller to give the rest back."""
+    enough for it (``Demand.held_by``), on as many as its gang needs (``_gang_of``: more were launched
+    or handed for it, the rest stay idle); one left short (a node of its launch ended while booting)
+    waits for the controller to give the rest back."""
     nodes_for: dict[str | None, list[BurstNode]] = {}
     for b in burst.values():
         if not b.draining:
@@ -43,7 +44,24 @@ def start_on_own_nodes(queue: PoolQueue, burst: Mapping[str, BurstNode], booting
         job = queue[job_id]
         mine = nodes_for.get(job_id, [])
         if mine and all(b.joined and b.job_id is None for b in mine) and job.held_by(b.offering for b in mine):
-            start(job, now, tuple(sorted(b.node_id for b in mine)), ())
+            start(job, now, _gang_of(job, mine), ())
+
+
+def _gang_of(job: Demand, nodes: Sequence[BurstNode]) -> tuple[str, ...]:
+    """The fewest of ``nodes`` (which hold ``job``) that hold its gang: whole members of one offering
+    each, offering by offering in key order, nodes by id."""
+    by_key: dict[str, list[BurstNode]] = {}
+    for b in sorted(nodes, key=lambda b: b.node_id):
+        by_key.setdefault(b.offering.key, []).append(b)
+    out: list[str] = []
+    members = 0
+    for key in sorted(by_key):
+        left = by_key[key]
+        per = -(-job.gpus_per_node // left[0].offering.gpus_per_node)
+        while members < job.nodes and len(left) >= per:
+            out += [b.node_id for b in left[:per]]
+            left, members = left[per:], members + 1
+    return tuple(sorted(out))
 
 
 def start_on_reserved(pending: Callable[[], Sequence[Demand]], onprem: OnPremNodes, ends: Sequence[Ends],

@@ -149,3 +149,27 @@ def test_queued_jobs_take_the_cheapest_idle_burst_node_that_fits_in_queue_order(
     pool.schedule(T0)
     assert {p.job.job_id: p.node_ids for p in pool.running()} == {
         "first": ("c-spot",), "second": ("b-od",), "third": ("a-big",)}
+
+
+def test_a_job_starts_on_as_many_of_its_nodes_as_its_gang_needs() -> None:
+    """A one-node job handed an idle exclusive node while its own launch was booting has two nodes for it
+    once both joined: it starts on one (the first by id), and the other stays idle for the controller
+    to reclaim; before, it ran on both (fuzz seed 1300), billing a node it did not use as busy."""
+    pool = SimPool(EventQueue(), nodes=0, gpus_per_node=8, gpu_model="V100")
+    pool.submit(job("a"), T0)
+    pool.expect("a-own", ON_DEMAND, "a", exclusive=True)
+    pool.expect("a-handed", ON_DEMAND, None, exclusive=True)
+    pool.join("a-handed")
+    pool.hold("a-handed", "a", T0, T0 + timedelta(hours=1))
+    pool.join("a-own")
+    pool.schedule(T0)
+    assert {p.job.job_id: p.node_ids for p in pool.running()} == {"a": ("a-handed",)}
+    assert pool.burst["a-own"].job_id is None
+    gang = Demand("g", 16, T0, 3600.0, nodes=2, gpu_model="V100")  # two 8-GPU members, three nodes for it
+    pool.submit(gang, T0)
+    big = Offering("aws", "us-east-1", "use1-az1", "p3.16xlarge", "V100", 8, Market.ON_DEMAND, 24.48)
+    for name in ("g-3", "g-1", "g-2"):
+        pool.expect(name, big, "g")
+        pool.join(name)
+    pool.schedule(T0)
+    assert {p.job.job_id: p.node_ids for p in pool.running()}["g"] == ("g-1", "g-2")
