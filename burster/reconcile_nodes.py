@@ -195,11 +195,6 @@ class NodeBook:
             ending = {n.node_id for ns in listed.values() for n in ns if n.state is NodeState.TERMINATING}
             self.unterminated.update(i for i in terminating if i not in ending)
 
-    def terminate(self, provider: CloudProvider, node_id: str) -> None:
-        """Terminate one node (request id ``term-<id>``, so a retry is the same call); one refused stays
-        terminating in the record, to be made again next pass (``sync``), listed or not."""
-        provider.terminate([node_id], request_id=f"term-{node_id}")
-
     def ended(self, node_id: str, now: datetime, charge: Callable[[str, datetime], None], *,
               still_up: bool = False, taken_back: bool = False) -> None:
         """End a record and bill it; a spot node was taken back by its cloud (``interrupted_spot_billed_s``)

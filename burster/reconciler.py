@@ -321,7 +321,9 @@ class Reconciler:
                 self._notes.append(note)
                 return
             self.nodes.mark(node_id, NodeState.TERMINATING)
-        self.nodes.terminate(self.providers[rec.provider], node_id)
+        # request id ``term-<id>``: a retry is the same call; one refused leaves the record terminating, made
+        # again next pass listed or not (``NodeBook.sync``)
+        self.providers[rec.provider].terminate([node_id], request_id=f"term-{node_id}")
         self.nodes.ended(node_id, self.clock.now(), self._charge)
 
     def _charge(self, node_id: str, end: datetime) -> None:
