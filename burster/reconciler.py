@@ -3,7 +3,8 @@
 - observe never raises: a provider whose reads fail is marked degraded (nothing there is reclaimed);
   a pool that cannot be read makes a pass that decides only the hard budgets' stop (terminates, no
   checkpoint: ``Policy.budget_stop``) and says why.
-  Interruption notices stand until their node ends; a failed checkpoint poll or drain is retried.
+  Interruption notices stand until their node ends; a failed checkpoint poll or drain is retried
+  until the checkpoint's deadline, past which the node is terminated unpolled and undrained.
   A node a listing leaves out ends only once older than ``listing_grace_s`` (clouds list new
   instances late); one recorded as ended that a listing still shows alive a grace later (at once
   if listings had left it out), or one whose terminate call failed, is terminated again, its time
@@ -195,28 +196,38 @@ class Reconciler:
 
     def _poll_checkpoints(self, now: datetime) -> None:
         """Poll each checkpoint in flight; drain and terminate the nodes whose checkpoint is done or
-        past its deadline. A call that fails keeps the ticket, to be polled again next pass."""
+        past its deadline. A call that fails keeps the ticket, to be polled again next pass, until the
+        deadline: past it the node goes unpolled, and a drain the pool refuses does not hold it up
+        (the pool down, its checkpoint would otherwise bill on for the whole outage)."""
         for node_id in sorted(self.state.tickets):
             asked = self.state.tickets[node_id]
             try:
                 ticket = self.pool.checkpoint(node_id, asked.deadline)
-                if asked.job_id and ticket.job_id and ticket.job_id != asked.job_id:
-                    self._call_off(node_id, asked.job_id, ticket.job_id)
-                    continue
-                self.state.tickets[node_id] = ticket
-                if ticket.done or now >= ticket.deadline:
-                    self._settled = True
-                    if not ticket.done:
-                        note = (f"checkpoint of job {asked.job_id or '?'} on {node_id} timed out at "
-                                f"{ticket.deadline:%H:%M:%S}: drained without it (its work since its last "
-                                f"checkpoint is lost; raise cost.checkpoint_write_s if writes take longer)")
-                        log.warning("%s", note)
-                        self._notes.append(note)
-                    self._drain_and_terminate(node_id, "checkpoint done" if ticket.done else "checkpoint timed out")
-                    self.state.tickets.pop(node_id, None)
             except ProviderError as err:
                 self._observe_errors.append(f"checkpoint of {node_id} failed: {err}")
-                log.warning("checkpoint handshake failed (will retry next pass): %s", err)
+                if now < asked.deadline:
+                    log.warning("checkpoint handshake failed (will retry next pass): %s", err)
+                    continue
+                ticket = asked  # past its deadline: no answer of the pool's would keep the node
+            if asked.job_id and ticket.job_id and ticket.job_id != asked.job_id:
+                self._call_off(node_id, asked.job_id, ticket.job_id)
+                continue
+            self.state.tickets[node_id] = ticket
+            if ticket.done or now >= ticket.deadline:
+                self._settled = True
+                if not ticket.done:
+                    note = (f"checkpoint of job {asked.job_id or '?'} on {node_id} timed out at "
+                            f"{ticket.deadline:%H:%M:%S}: drained without it (its work since its last "
+                            f"checkpoint is lost; raise cost.checkpoint_write_s if writes take longer)")
+                    log.warning("%s", note)
+                    self._notes.append(note)
+                try:
+                    self._drain_and_terminate(node_id, "checkpoint done" if ticket.done else "checkpoint timed out",
+                                              pool_down=not ticket.done)
+                    self.state.tickets.pop(node_id, None)
+                except ProviderError as err:
+                    self._observe_errors.append(f"checkpoint of {node_id} failed: {err}")
+                    log.warning("checkpoint handshake failed (will retry next pass): %s", err)
 
     def _call_off(self, node_id: str, left: str, started: str) -> None:
         """The job a checkpoint was for left the node (ended, or stopped) and the pool started

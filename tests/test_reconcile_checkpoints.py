@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from burster.errors import TransientError
 from burster.lifecycle import NodeState
 from burster.model import Demand, Snapshot
 from burster.plan import Checkpoint, Plan
@@ -80,6 +81,24 @@ def test_a_checkpoint_past_its_deadline_is_drained_and_terminated() -> None:
     assert [n for n in report.notes if "timed out" in n] == [
         f"checkpoint of job b on {node_id} timed out at {(w.clock.now() - timedelta(seconds=1)):%H:%M:%S}: drained "
         "without it (its work since its last checkpoint is lost; raise cost.checkpoint_write_s if writes take longer)"]
+
+
+def test_a_checkpoint_past_its_deadline_ends_its_node_though_the_pool_is_down() -> None:
+    """The pool answers neither the poll nor the drain (slurmctld down): before, the ticket was kept and
+    polled again every pass, so the node billed on for the whole outage; past its deadline it now goes
+    unpolled and undrained. Within the deadline a failed poll still waits for the next pass."""
+    w, _, node_id = _checkpointing_b()
+    w.clock.advance(30)
+    w.pool.fail_checkpoint = TransientError("pool: slurmctld not responding")
+    w.rec.run_once()
+    assert node_id in w.rec.state.tickets and w.rec.state.nodes[node_id].state is NodeState.CHECKPOINTING
+    w.clock.advance(31)  # past the 60 s deadline
+    w.pool.fail_checkpoint = TransientError("pool: slurmctld not responding")
+    w.pool.fail_drain = TransientError("pool: slurmctld not responding")
+    report = w.rec.run_once()
+    assert w.rec.state.nodes[node_id].state is NodeState.TERMINATED and node_id not in w.rec.state.tickets
+    assert f"checkpoint of {node_id} failed: pool: slurmctld not responding" in report.errors
+    assert [n for n in report.notes if "timed out" in n] and w.cloud.list_nodes() == []
 
 
 def test_a_checkpoint_still_within_its_deadline_is_waited_for_without_a_note() -> None:
