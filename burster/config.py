@@ -186,8 +186,9 @@ class BursterConfig(_Section):
     def _one_cluster(self) -> BursterConfig:
         ours = self.controller.cluster
         for name in ("aws", "gcp", "azure"):
-            theirs = getattr(self.clouds, name).cluster
-            if theirs and theirs != ours:
+            section = getattr(self.clouds, name)
+            theirs = section.cluster
+            if section.enabled and theirs and theirs != ours:  # (a disabled cloud launches nothing)
                 raise ValueError(f"clouds.{name}.cluster: its terraform was applied for cluster {theirs!r}, which its "
                                  f"nodes' tags and permissions are scoped to, but controller.cluster is {ours!r}: "
                                  f"set [controller] cluster = \"{theirs}\" (or apply the module with {ours!r})")

@@ -76,6 +76,9 @@ def test_the_cluster_the_roots_were_applied_for_must_be_the_controllers() -> Non
                                           r".*set \[controller\] cluster = \"ml-research\""):
         parse_config(tomllib.loads(text))  # appended to a config of the default cluster
     assert _load(text).controller.cluster == "ml-research"
+    disabled = tomllib.loads(text)
+    disabled["clouds"]["aws"]["enabled"] = False
+    assert not parse_config(disabled).clouds.aws.enabled  # a disabled cloud launches nothing: not checked
     other = ("b.json", _outputs(zones=["us-central1-a"], cluster="ml-prod"))
     with pytest.raises(ConfigError, match=r"applied for different clusters \(aws: 'ml-research', gcp: 'ml-prod'\)"):
         config_from_terraform([_src("aws"), other])
