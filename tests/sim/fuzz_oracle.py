@@ -3,7 +3,7 @@ switches, guards, budgets (global and per team, by period), a window of the trac
 estimate error, notice lengths, spot rates, wait budgets, the tick, boot and restart times, the
 estimate and deadline rules, (from seed 1200 on) the pool's node size and GPU model, the prices of
 waiting, of a miss and of on-prem, zero limits, (from seed 1700 on) protected nodes, (from seed 2200
-on) demand signals as Jira sprints announce them, faults of the
+on) demand signals as Jira sprints announce them, (from seed 2600 on) outages of the pool, faults of the
 clouds' APIs (a third of the time: tests/sim/oracle_faults.py), and Burster's policy or (a quarter of
 the time) a baseline; it simulates that and runs every oracle check (``all_checks``, the hard budgets
 at every pass; bills held to what the controller could know where calls failed:
@@ -52,6 +52,7 @@ from tests.sim.oracle_restarts import PassLog, restart_findings
 EXTRA_FROM_SEED = 1200  # seeds below draw no ``_draw_extra`` keys: their recorded findings replay as they were
 PROTECT_FROM_SEED = 1700  # nor, below this, protected nodes (``_draw_protected``)
 SIGNALS_FROM_SEED = 2200  # nor, below this, demand signals (``_draw_signals``)
+OUTAGES_FROM_SEED = 2600  # nor, below this, pool outages (``_draw_outages``)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class Draw:
     policy: str = "burster"
     faults: Faults | None = None  # the clouds' API fails so (a third of the seeds), else never
     signals: tuple[dict[str, Any], ...] = ()  # demand signals, their times in hours from the window's start
+    pool_outages: tuple[tuple[float, float], ...] = ()  # (start, end) hours from the window's start
 
 
 def draw(seed: int, teams: list[str]) -> Draw:
@@ -99,7 +101,21 @@ def draw(seed: int, teams: list[str]) -> Draw:
     if seed >= PROTECT_FROM_SEED:
         _draw_protected(random.Random(f"protect-{seed}"), raw)
     signals = _draw_signals(random.Random(f"signals-{seed}"), raw, teams) if seed >= SIGNALS_FROM_SEED else ()
-    return Draw(seed, raw, sigma, start_day, policy, _draw_faults(random.Random(f"faults-draw-{seed}")), signals)
+    outages = _draw_outages(random.Random(f"outages-{seed}"), raw) if seed >= OUTAGES_FROM_SEED else ()
+    return Draw(seed, raw, sigma, start_day, policy, _draw_faults(random.Random(f"faults-draw-{seed}")), signals,
+                outages)
+
+
+def _draw_outages(r: random.Random, raw: dict[str, Any]) -> tuple[tuple[float, float], ...]:
+    """Outages of the pool (its queue unreadable: slurmctld down), a seed in three, for seeds without team
+    budgets (a node's team during an outage is the last the controller saw: docs/policy.md)."""
+    if raw["budget"]["team_usd"] or r.random() >= 1 / 3:
+        return ()
+    out = []
+    for _ in range(r.choice([1, 2])):
+        at = round(r.uniform(0.5, 20.0), 2)
+        out.append((at, round(at + r.choice([0.05, 0.25, 1.0, 3.0]), 2)))
+    return tuple(sorted(out))
 
 
 def _draw_faults(r: random.Random) -> Faults | None:
@@ -203,7 +219,7 @@ def _findings(d: Draw, trace: Trace, hours: float | None, restarts: int, signals
     protected = frozenset(d.raw["guards"].get("protected_node_ids", ()))
     observe = functools.partial(observe_simulation, trace=trace, seed=d.seed, days=1.0, start_day=d.start_day,
                                 estimate_error=d.sigma, policy=d.policy, hours=hours, faults=d.faults,
-                                signals=signals)
+                                signals=signals, pool_outages=d.pool_outages)
 
     def checks(seen: Observed) -> list[str]:
         return [*all_checks(seen, billed_as=as_knowable(seen)), *check_protected(seen, protected)]
@@ -255,12 +271,14 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"seed": seed, "ok": not found, "policy": d.policy, "config": d.raw,
                               "estimate_error": d.sigma, "start_day": d.start_day,
                               "faults": d.faults and d.faults.as_dict(), "signals": d.signals,
+                              "pool_outages": d.pool_outages,
                               "findings": found[:8],
                               "wall_s": wall_s}))
         else:
             print(f"seed {seed}: " + ("ok" if not found else f"{len(found)} finding(s) with policy {d.policy}, "
                                       f"{json.dumps(d.raw)}, estimate error {d.sigma}, start day {d.start_day}, "
-                                      f"faults {d.faults}, signals {json.dumps(d.signals)}"),
+                                      f"faults {d.faults}, signals {json.dumps(d.signals)}, "
+                                      f"pool outages {d.pool_outages}"),
                   flush=True)
             for f in found[:8]:
                 print(f"  {f}")

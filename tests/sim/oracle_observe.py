@@ -16,7 +16,7 @@ from typing import Any
 
 from burster.app import Simulation, build_simulation
 from burster.config import BursterConfig
-from burster.errors import PartialLaunchError
+from burster.errors import PartialLaunchError, TransientError
 from burster.lifecycle import NodeState
 from burster.model import EXCLUSIVE_LABEL, Demand, Node, Offering, Snapshot, Spend
 from burster.plan import Plan
@@ -111,11 +111,19 @@ class PoolTap:
     """The pool as the reconciler sees it, every call passed through; records the actuator's
     calls (``hold``, ``preempt``, ``drain``, ``checkpoint``) as they are made."""
 
-    def __init__(self, inner: Any, now: Callable[[], datetime], calls: list[PoolCall]) -> None:
-        self._inner, self._now, self._calls = inner, now, calls
+    def __init__(self, inner: Any, now: Callable[[], datetime], calls: list[PoolCall],
+                 outages: Sequence[tuple[datetime, datetime]] = ()) -> None:
+        self._inner, self._now, self._calls, self._outages = inner, now, calls, outages
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+    def pending(self) -> Any:
+        """The queue; unreadable within an outage (slurmctld down): the pass decides only the budgets."""
+        now = self._now()
+        if any(a <= now < b for a, b in self._outages):
+            raise TransientError("pool: slurmctld not responding (a drawn outage)")
+        return self._inner.pending()
 
     def hold(self, node_id: str, job_id: str, start_at: datetime, until: datetime) -> None:
         self._calls.append(PoolCall(self._now(), "hold", node_id, job_id, start_at, until))
@@ -219,14 +227,16 @@ def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: 
                        estimate_error: float = 0.0, policy: str = "burster", hours: float | None = None,
                        per_pass: Callable[[Observed, PassReport], list[str]] | None = None,
                        faults: Faults | None = None, state: Callable[[], MemoryState] | None = None,
-                       restarts: Sequence[datetime] = (), signals: Path | None = None) -> Observed:
+                       restarts: Sequence[datetime] = (), signals: Path | None = None,
+                       pool_outages: Sequence[tuple[float, float]] = ()) -> Observed:
     """Build and run ``burster simulate``'s simulation, recording it; ``hours``: stop that long after
     the window opens (default: when ``build_simulation`` says, a week after the window); ``per_pass``
     checks each pass; ``faults``: each cloud's API fails so (``FaultyCloud``, before the recorder);
     ``state``: opens the controller's store (default: in memory); ``restarts``: after the pass at each
     of these instants the controller is thrown away and a new one (a fresh policy, ``state()`` opened
     again) goes on from the store alone, the clouds and the pool going on as they were; ``signals``: a
-    signals file the controller sees (``burster simulate --signals``)."""
+    signals file the controller sees (``burster simulate --signals``); ``pool_outages``: (start, end) hours
+    after the window opens in which the pool's queue cannot be read."""
     if restarts and state is None:
         raise ValueError("a restart needs a store to go on from: pass state")
 
@@ -247,11 +257,12 @@ def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: 
     world.pool.runs = runs
     calls: list[PoolCall] = []
     spends: list[tuple[datetime, Spend]] = []
-    rec.pool = PoolTap(rec.pool, sim.clock.now, calls)
+    start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
+    outages = [(start + timedelta(hours=a), start + timedelta(hours=b)) for a, b in pool_outages]
+    rec.pool = PoolTap(rec.pool, sim.clock.now, calls, outages)
     live_seen: dict[datetime, frozenset[str]] = {}
     runs_seen: set[tuple[str, datetime]] = set()
     rec.policy = PolicyTap(rec.policy, spends, live_seen if faults is not None else None, runs_seen)
-    start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
     window_end = start + timedelta(days=days)
     tick_s = config.controller.tick_s
     step = timedelta(seconds=tick_s)

@@ -1,6 +1,6 @@
 """The fuzzing tool (tests/sim/fuzz_oracle.py): a seed's draw is fixed, a run of it passes every
-oracle check, later seeds draw more keys (protected nodes, checked never stopped; demand signals), and a bad
-``--seeds`` says what to give."""
+oracle check, later seeds draw more keys (protected nodes, checked never stopped; demand signals; pool
+outages), and a bad ``--seeds`` says what to give."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from burster.app import DEMO_TRACE
 from burster.config import parse_config
+from burster.reconciler import PassReport
 from burster.signalfile import load_signals
 from burster.traces import load_trace
 from tests.sim.fuzz_oracle import draw, findings, main, write_signals
@@ -127,3 +128,24 @@ def test_from_seed_2200_on_demand_signals_are_drawn_and_pre_warm_passes_every_ch
     prewarmed = [r for r in seen.sim.reconciler.state.nodes.values() if r.reason.startswith("pre-warm")]
     assert prewarmed and all(r.launched_at < loaded.signal.window_start for r in prewarmed)
     assert findings(d, TRACE, 4) == []
+
+
+def test_from_seed_2600_on_pool_outages_are_drawn_and_the_budget_stop_holds_through_them() -> None:
+    """Seed 2600 (compute-wait, a $60 budget) reaches its budget while the pool cannot be read: the
+    pass, deciding only the budgets, terminates a node then, and the run passes every oracle check.
+    Outages are drawn only without team budgets (a node's team in an outage is the last one seen)."""
+    assert all(draw(s, TEAMS).pool_outages == () for s in range(2590, 2600))
+    drawn = [draw(s, TEAMS) for s in range(2600, 2660)]
+    assert sum(bool(d.pool_outages) for d in drawn) >= 10
+    assert all(not d.raw["budget"]["team_usd"] for d in drawn if d.pool_outages)
+    d = draw(2600, TEAMS)
+    stops: list[str] = []
+
+    def blind(seen: object, report: PassReport) -> list[str]:
+        stops.extend(a.reason for a in report.plan.actions if "could not be read" in getattr(a, "reason", ""))
+        return []
+    observe_simulation(parse_config(d.raw), TRACE, seed=d.seed, days=1.0, start_day=d.start_day,
+                       estimate_error=d.sigma, policy=d.policy, hours=24, faults=d.faults,
+                       pool_outages=d.pool_outages, per_pass=blind)
+    assert stops and all(r.startswith("hard budget $60.00 reached") for r in stops)
+    assert findings(d, TRACE, 24) == []
