@@ -33,7 +33,7 @@ class _Jobs:
     def __init__(self, seen: Observed) -> None:
         self.runs = _runs(seen)
         self.submitted = {j.job_id: j.submitted_at for j in seen.jobs}
-        pool = seen.sim.reconciler.pool
+        pool = seen.sim.world.pool  # (the pool itself: the controller's view of it may be down)
         unfinished = {d.job_id for d in pool.pending()} | {p.job.job_id for p in pool.running()}
         self.finished_at = {k: segs[-1].end for k, segs in self.runs.items() if k not in unfinished}
 

@@ -113,7 +113,7 @@ def check_jobs(seen: Observed) -> list[str]:
     """Job counts add up; finished jobs ran at least their true runtime; waits, utilization, lost and
     cloud GPU-hours, deadline misses, preemptions and reclaims recomputed from the runs."""
     out: list[str] = []
-    s, pool = seen.summary, seen.sim.reconciler.pool
+    s, pool = seen.summary, seen.sim.world.pool  # (the pool itself: the controller's view of it may be down)
     runs: dict[str, list[Segment]] = defaultdict(list)
     for seg in seen.segments:
         runs[seg.job_id].append(seg)

@@ -149,3 +149,5 @@ def test_from_seed_2600_on_pool_outages_are_drawn_and_the_budget_stop_holds_thro
                        pool_outages=d.pool_outages, per_pass=blind)
     assert stops and all(r.startswith("hard budget $60.00 reached") for r in stops)
     assert findings(d, TRACE, 24) == []
+    assert d.pool_outages[0] == (3.8, 4.8) and findings(d, TRACE, 4.5) == []  # it stops in an outage: the oracle
+    # reads the pool itself, not the controller's view of it (fuzzed Philly MIX1 seed 2724 crashed there)
