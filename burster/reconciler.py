@@ -223,7 +223,7 @@ class Reconciler:
                     self._notes.append(note)
                 try:
                     self._drain_and_terminate(node_id, "checkpoint done" if ticket.done else "checkpoint timed out",
-                                              pool_down=not ticket.done)
+                                              drain_optional=not ticket.done)
                     self.state.tickets.pop(node_id, None)
                 except ProviderError as err:
                     self._observe_errors.append(f"checkpoint of {node_id} failed: {err}")
@@ -271,7 +271,7 @@ class Reconciler:
         for action in plan.actions:
             for node_id in action.node_ids if isinstance(action, Terminate) else ():
                 try:
-                    self._drain_and_terminate(node_id, action.reason, pool_down=True)
+                    self._drain_and_terminate(node_id, action.reason, drain_optional=True)
                 except (ProviderError, ConfigError) as err:
                     _failed(report, "terminate", err)
 
@@ -309,10 +309,11 @@ class Reconciler:
         # a ticket naming no job (it left first) stays the asked job's: the poll calls it off for the next
         self.state.tickets[a.node_id] = ticket if ticket.job_id else replace(ticket, job_id=a.job_id)
 
-    def _drain_and_terminate(self, node_id: str, reason: str, *, pool_down: bool = False) -> None:
+    def _drain_and_terminate(self, node_id: str, reason: str, *, drain_optional: bool = False) -> None:
         """Drain and terminate; a node its cloud takes back free within moments is drained and left
-        to it (``NodeBook.left_to_cloud``: terminating it ourselves would be billed). ``pool_down``:
-        the pool could not be read this pass, and a drain it refuses does not stop the terminate."""
+        to it (``NodeBook.left_to_cloud``: terminating it ourselves would be billed). ``drain_optional``:
+        a drain the pool refuses does not stop the terminate (the pool could not be read this pass, or
+        the node's checkpoint is past its deadline)."""
         rec = self.state.nodes.get(node_id)
         if rec is None or rec.state in (NodeState.TERMINATED, NodeState.FAILED):
             return
@@ -324,7 +325,7 @@ class Reconciler:
                     if rec.state is not NodeState.LAUNCHING:
                         self.nodes.mark(node_id, NodeState.DRAINING)
                 except ProviderError:
-                    if not pool_down:
+                    if not drain_optional:
                         raise
             if self.nodes.left_to_cloud(node_id, self.clock.now()):
                 note = f"{node_id} drained, not terminated: its cloud takes it back unbilled at its notice's time"
