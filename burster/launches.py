@@ -15,7 +15,7 @@ from datetime import datetime
 
 from burster.blocks import OfferingBlocks
 from burster.errors import ConfigError, PartialLaunchError, ProviderError, TransientError
-from burster.model import EXCLUSIVE_LABEL, Node
+from burster.model import Node, launch_labels
 from burster.plan import Launch
 from burster.reconcile_nodes import NodeBook, Providers
 from burster.state import MemoryState
@@ -44,9 +44,7 @@ class Launches:
         if tries:
             a = replace(a, request_id=f"{a.request_id}-r{tries}")
         self.state.put_intent(a, sent_at=now)
-        tags = (("team", a.team), ("project", a.project), ("sprint", a.sprint), ("job", a.job_id or ""),
-                (EXCLUSIVE_LABEL, "true" if a.exclusive else ""))
-        labels = {k: v for k, v in tags if v}
+        labels = launch_labels(a.team, a.project, a.sprint, a.job_id, a.exclusive)
         try:
             nodes = provider.launch(a.offering, a.count, request_id=a.request_id, labels=labels)
         except PartialLaunchError as err:

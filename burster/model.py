@@ -220,8 +220,17 @@ class NodeTags(TypedDict):
     exclusive: bool
 
 
+def launch_labels(team: str, project: str, sprint: str, job_id: str | None, exclusive: bool) -> dict[str, str]:
+    """The labels (cloud tags) a launch gives its nodes, empty values left out; ``node_tags`` reads
+    them back, so the two keep to one set of keys."""
+    pairs = (("team", team), ("project", project), ("sprint", sprint), ("job", job_id or ""),
+             (EXCLUSIVE_LABEL, "true" if exclusive else ""))
+    return {k: v for k, v in pairs if v}
+
+
 def node_tags(tags: Mapping[str, object]) -> NodeTags:
-    """What ``tags`` say of a node's owners (GCE label values come back lowercased: its label alphabet)."""
+    """What ``tags`` (as ``launch_labels`` wrote them) say of a node's owners (GCE label values come
+    back lowercased: its label alphabet)."""
     return NodeTags(team=str(tags.get("team", "")), project=str(tags.get("project", "")),
                     sprint=str(tags.get("sprint", "")), exclusive=tagged_exclusive(tags))
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from burster.model import Demand, RuntimeHistory
+from burster.model import Demand, RuntimeHistory, launch_labels, node_tags
 from tests.policies.strategies import demands
 
 
@@ -47,3 +47,15 @@ def test_a_runtime_history_holds_finite_ratios(bad: float) -> None:
         RuntimeHistory((1.0, bad))
     with pytest.raises(ValueError, match="every ratio must be a finite number >= 0"):
         RuntimeHistory((1.0,), (), (("a", (bad,)),))
+
+
+_label_text = st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=12)
+
+
+@given(_label_text, _label_text, _label_text, st.none() | _label_text, st.booleans())
+def test_node_tags_read_back_what_launch_labels_wrote(team: str, project: str, sprint: str, job: str | None,
+                                                      exclusive: bool) -> None:
+    """A node adopted from its labels alone has the owners its launch gave it; no label is empty."""
+    labels = launch_labels(team, project, sprint, job, exclusive)
+    assert node_tags(labels) == {"team": team, "project": project, "sprint": sprint, "exclusive": exclusive}
+    assert labels.get("job") == (job or None) and all(labels.values())
