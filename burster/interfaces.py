@@ -127,6 +127,6 @@ class Policy(Protocol):
 
     def budget_stop(self, snapshot: Snapshot) -> Plan:
         """For a pass whose pool could not be read (``snapshot`` has no pending, running or pool nodes):
-        only what the hard budgets demand, as Terminates (no checkpoint can be asked). A policy
-        without this method decides nothing in such a pass."""
+        only what the hard budgets demand, as Terminates (no checkpoint can be asked); an empty
+        Plan where a policy keeps no hard budget."""
         ...

@@ -108,8 +108,7 @@ class Reconciler:
             self.state.commit()
             log.warning("pool unreadable, only the hard budgets decided this pass: %s", unread.err)
             errors = [*self._observe_errors, f"pool unreadable, only the hard budgets decided: {unread.err}"]
-            stop = getattr(self.policy, "budget_stop", None)
-            plan = stop(unread.blind) if stop is not None else Plan()
+            plan = self.policy.budget_stop(unread.blind)
             report = PassReport(unread.now, plan, errors=errors, notes=self._notes)
             self._terminate_blind(plan, report)
             self.record(report)

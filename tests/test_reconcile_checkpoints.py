@@ -28,6 +28,9 @@ class CheckpointOnce:
         move = Checkpoint(node_id, job_id, snapshot.now + timedelta(seconds=60), reason=f"move {job_id} back")
         return Plan(actions=(*plan.actions, move))
 
+    def budget_stop(self, snapshot: Snapshot) -> Plan:
+        return self.inner.budget_stop(snapshot)  # type: ignore[attr-defined, no-any-return]
+
 
 def _checkpointing_b() -> tuple[World, CheckpointOnce, str]:
     """A World whose burst node runs job b (180 s long), checkpointing for a move at +150 s."""

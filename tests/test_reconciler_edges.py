@@ -47,6 +47,9 @@ class Scripted:
     def decide(self, snapshot: Snapshot) -> Plan:
         return self.plan
 
+    def budget_stop(self, snapshot: Snapshot) -> Plan:
+        return Plan()
+
 
 def scripted(w: World, plan: Plan, **kwargs: object) -> Reconciler:
     w.rec = Reconciler(providers={"fake": w.cloud}, pool=w.pool, policy=Scripted(plan), clock=w.clock,

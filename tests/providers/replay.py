@@ -25,6 +25,9 @@ class Replay:
     def decide(self, snapshot: Snapshot) -> Plan:
         return Plan(actions=(self.launch,))
 
+    def budget_stop(self, snapshot: Snapshot) -> Plan:
+        return Plan()
+
 
 def restarted(cloud: str, provider: CloudProvider, launch: Launch, clock: FakeClock) -> tuple[Reconciler, MemoryState]:
     """A reconciler whose state holds ``launch``'s intent (written before the call; the node it made

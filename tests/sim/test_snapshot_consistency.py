@@ -27,6 +27,9 @@ class Checked:
         self.requeued += any(j.attempt > 0 for j in snapshot.pending)
         return self.policy.decide(snapshot)
 
+    def budget_stop(self, snapshot: Snapshot) -> Plan:
+        return self.policy.budget_stop(snapshot)  # type: ignore[no-any-return]
+
 
 def test_a_job_whose_checkpoint_finishes_while_the_pass_observes_is_only_queued() -> None:
     """A checkpoint that finishes during observe requeues its job; the running jobs are read after,
