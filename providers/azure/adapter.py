@@ -31,7 +31,7 @@ from burster.lifecycle import NodeState
 from burster.model import Interruption, Node, Offering, node_tags
 from burster.retry import call_with_backoff
 from providers.azure import vms
-from providers.azure.errors import PROVIDER, retry_after_of, translate
+from providers.azure.errors import PROVIDER, retry_after_of, sdk_errors, translate
 from providers.azure.power import PowerWatch
 from providers.azure.pricing import PriceBook
 from providers.azure.records import LaunchRecords, Record
@@ -189,12 +189,12 @@ class AzureProvider:
     # --- internals -----------------------------------------------------------------------
     def _call(self, fn: Callable[[], T], *, doing: str, offering_key: str = "", attempts: int = 0) -> T:
         """One SDK call with Burster's backoff; SDK errors become ProviderErrors."""
-        from azure.core.exceptions import AzureError
+        answers = sdk_errors()
 
         def once() -> T:
             try:
                 return fn()
-            except (AzureError, ValueError) as err:  # ValueError: an answer the SDK cannot decode
+            except answers as err:
                 raise translate(err, doing=doing, offering_key=offering_key,
                                 subscription=self._subscription, retry_after_s=retry_after_of(err)) from err
 

@@ -53,6 +53,14 @@ class BadAnswer(ValueError):
     """An answer that is not shaped like an ARM resource (a proxy's page, a wrong ``base_url``)."""
 
 
+def sdk_errors() -> tuple[type[BaseException], ...]:
+    """What an SDK call raises for the cloud's answer (``translate`` maps each): azure-core's errors and
+    an answer it cannot decode. Any other ValueError is a bug of ours, left to surface."""
+    from azure.core.exceptions import AzureError, DeserializationError
+
+    return AzureError, DeserializationError, json.JSONDecodeError, UnicodeDecodeError, BadAnswer
+
+
 def _short(text: str, limit: int = 400) -> str:
     text = " ".join(_BEARER.sub(lambda m: (m.group(1) or "") + "<redacted>", text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -332,3 +332,20 @@ def test_prices_in_other_units_or_currencies_are_ignored() -> None:
 def test_an_unknown_override_is_refused() -> None:
     with pytest.raises(TypeError, match="polling_interval"):
         from_config(config("x"), cluster="c", user_data=lambda o: "", polling_interval=1.0)
+
+
+def test_a_value_error_of_ours_surfaces_and_an_undecodable_answer_is_transient() -> None:
+    """``_call`` translates what the SDK raises for the cloud's answer, not any ValueError: one from our
+    own code (a bug) is raised as it is, not hidden as a degraded provider."""
+    from azure.core.exceptions import DeserializationError
+
+    p = provider(group())
+    with pytest.raises(ValueError, match="invalid literal") as info:
+        p._call(lambda: int("x"), doing="parsing", attempts=1)
+    assert not isinstance(info.value, ProviderError)
+
+    def undecodable() -> None:
+        raise DeserializationError("Cannot deserialize")
+
+    with pytest.raises(TransientError, match="not Azure Resource Manager JSON"):
+        p._call(undecodable, doing="reading", attempts=1)
