@@ -12,7 +12,10 @@ tests/sim/oracle_fault_view.py; protected nodes never stopped). It found the bud
 whose lost reply was billed a listing grace late (burster/reconcile_nodes.py) and a booting node
 that a refused terminate left to take a job (burster/reconciler.py).
 
-    python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json] [--trace PATH] [--restarts K]
+    python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json] [--trace PATH] [--from-day D] [--restarts K]
+
+``--from-day D`` moves every drawn window D days into the trace (Alibaba's openb pods, for one, are
+sparse until about day 115).
 
 ``--restarts K`` also runs each seed kept in SQLite with the controller restarted K times and checks
 it plans as the uninterrupted run (tests/sim/oracle_restarts.py).
@@ -32,7 +35,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -250,7 +253,11 @@ def main(argv: list[str] | None = None) -> int:
                     "the controller restarted K times, and check it plans as the uninterrupted run (default 0)")
     ap.add_argument("--trace", default=str(DEMO_TRACE), help="a job trace (default: the bundled demo week; "
                     "its first five days are drawn from)")
+    ap.add_argument("--from-day", type=float, default=0.0, metavar="D", help="draw the windows from D days "
+                    "into the trace on (default 0)")
     a = ap.parse_args(argv)
+    if a.from_day < 0:
+        ap.error(f"--from-day {a.from_day:g}: give days into the trace, 0 or more")
     if a.restarts < 0:
         ap.error(f"--restarts {a.restarts}: give how many times to restart each seed's controller, 0 or more")
     first, _, end = a.seeds.partition(":")
@@ -264,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for seed in range(int(first), int(end)):
         d, t0 = draw(seed, teams), time.monotonic()
+        d = replace(d, start_day=d.start_day + a.from_day)
         found = findings(d, trace, a.hours, a.restarts)
         failed += bool(found)
         if a.json:

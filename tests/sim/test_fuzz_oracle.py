@@ -51,6 +51,14 @@ def test_a_negative_restart_count_says_what_to_give(capsys: pytest.CaptureFixtur
     assert "--restarts -1: give how many times to restart each seed's controller, 0 or more" in capsys.readouterr().err
 
 
+def test_from_day_moves_the_drawn_window_into_the_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--seeds", "5:6", "--hours", "1", "--from-day", "1.5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["start_day"] == draw(5, TEAMS).start_day + 1.5
+    with pytest.raises(SystemExit):
+        main(["--seeds", "5:6", "--from-day", "-1"])
+    assert "--from-day -1: give days into the trace, 0 or more" in capsys.readouterr().err
+
+
 def test_a_trace_that_cannot_be_read_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nope.csv"
     with pytest.raises(SystemExit):
