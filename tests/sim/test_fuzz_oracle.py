@@ -59,6 +59,12 @@ def test_from_day_moves_the_drawn_window_into_the_trace(capsys: pytest.CaptureFi
     assert "--from-day -1: give days into the trace, 0 or more" in capsys.readouterr().err
 
 
+def test_a_trace_without_teams_draws_no_team_budgets() -> None:
+    """Alibaba's pods name no team: every draw still works, budgeting no team."""
+    assert all(draw(seed, []).raw["budget"]["team_usd"] == {} for seed in range(2800, 2840))
+    assert any(draw(seed, TEAMS).raw["budget"]["team_usd"] for seed in range(2800, 2840))
+
+
 def test_a_trace_that_cannot_be_read_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nope.csv"
     with pytest.raises(SystemExit):
