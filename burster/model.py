@@ -229,8 +229,7 @@ def launch_labels(team: str, project: str, sprint: str, job_id: str | None, excl
 
 
 def node_tags(tags: Mapping[str, object]) -> NodeTags:
-    """What ``tags`` (as ``launch_labels`` wrote them) say of a node's owners (GCE label values come
-    back lowercased: its label alphabet)."""
+    """What ``tags`` (as ``launch_labels`` wrote them) say of a node's owners."""
     return NodeTags(team=str(tags.get("team", "")), project=str(tags.get("project", "")),
                     sprint=str(tags.get("sprint", "")), exclusive=tagged_exclusive(tags))
 

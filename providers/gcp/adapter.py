@@ -176,7 +176,7 @@ class GcpProvider:
         errors: list[ProviderError] = []
         for i in range(count):
             name = naming.instance_name(self._cluster, request_id, i)
-            body = insert_body(self._cfg, offering, name, tags, user_data, with_template=bool(template))
+            body = insert_body(self._cfg, offering, name, tags, labels or {}, user_data, with_template=bool(template))
             try:
                 op = self._insert(offering, body, naming.gce_request_id(request_id, "insert", i), template)
             except ProviderError as err:
@@ -187,7 +187,7 @@ class GcpProvider:
         nodes: list[Node] = []
         for name, op in started:
             try:
-                nodes.append(self._settle(offering, name, op, request_id, tags))
+                nodes.append(self._settle(offering, name, op, request_id, labels or {}))
             except ProviderError as err:
                 errors.append(err)
         if not errors:
@@ -221,8 +221,9 @@ class GcpProvider:
 
         return self._call(fn, f"insert instance {body['name']}", offering.key)
 
-    def _settle(self, offering: Offering, name: str, op: Any, request_id: str, tags: Mapping[str, str]) -> Node:
-        """Wait for an insert Operation; the created instance as a Node, or the Operation's error."""
+    def _settle(self, offering: Offering, name: str, op: Any, request_id: str, owners: Mapping[str, str]) -> Node:
+        """Wait for an insert Operation; the created instance as a Node, or the Operation's error
+        (``owners``: the launch's labels, for an instance gone already)."""
         if op is not None:
             op = self._wait(offering.zone, op, offering.key)
             err = from_operation(op, f"insert instance {name}", offering.key)
@@ -231,7 +232,7 @@ class GcpProvider:
                 raise err
         inst = self._get(offering.zone, name, offering.key)
         if inst is None and op is not None:
-            return self._gone(offering, name, op, request_id, tags)
+            return self._gone(offering, name, op, request_id, owners)
         if inst is None:  # it answered 409 alreadyExists, and is gone now; after GCE's window: made again
             raise TransientError(f"gcp: instance {name} was created but is gone already (preempted or "
                                  "deleted); a later tick will launch again", provider=self.name,
@@ -241,7 +242,7 @@ class GcpProvider:
                               f"is another controller using cluster name {self._cluster!r}?")
         return node_of(inst, self._by_key, deleting=False, now=self._now())
 
-    def _gone(self, offering: Offering, name: str, op: Any, request_id: str, tags: Mapping[str, str]) -> Node:
+    def _gone(self, offering: Offering, name: str, op: Any, request_id: str, owners: Mapping[str, str]) -> Node:
         """Our insert made ``name`` (its Operation is DONE without error) and it is gone: a replay after
         a preemption or delete. TERMINATED, from the insert to the end its Operations give, else now."""
         self._zone_of.pop(name, None)
@@ -256,7 +257,7 @@ class GcpProvider:
                             name, err)
         log.warning("gcp: instance %s of request %s was made and is gone (preempted or deleted); not made "
                     "again under this request id", name, request_id)
-        return gone_node(name, offering, request_id, tags, launched_at=launched,
+        return gone_node(name, offering, request_id, owners, launched_at=launched,
                          ended_at=min(max(end or now, launched), now))
 
     def _wait(self, zone: str, op: Any, offering_key: str) -> Any:

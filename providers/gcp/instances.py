@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -11,7 +12,7 @@ from burster.catalog import gcp_gpu_of
 from burster.config import GcpConfig
 from burster.lifecycle import NodeState
 from burster.model import Market, Node, Offering, node_tags
-from providers.gcp.naming import REQUEST_ID, last_segment, parse_time
+from providers.gcp.naming import OWNERS, REQUEST_ID, last_segment, parse_time
 
 DEFAULT_IMAGE = "projects/debian-cloud/global/images/family/debian-12"  # without an instance template
 BOOT_DISK_GB = "200"
@@ -35,9 +36,10 @@ def template_for(cfg: GcpConfig, offering: Offering) -> str:
     return t.get(offering.gpu_model) or t.get(offering.instance_type) or t.get("default", "")
 
 
-def insert_body(cfg: GcpConfig, offering: Offering, name: str, labels: Mapping[str, str],
+def insert_body(cfg: GcpConfig, offering: Offering, name: str, labels: Mapping[str, str], owners: Mapping[str, str],
                 user_data: str, *, with_template: bool) -> dict[str, Any]:
-    """The REST ``Instance`` body of instances.insert (camelCase, as the API documents it)."""
+    """The REST ``Instance`` body of instances.insert (camelCase, as the API documents it); ``owners``:
+    the launch's labels as given, kept exact in metadata (``labels`` are GCE's lowercased cut of them)."""
     spot = offering.market is Market.SPOT
     scheduling: dict[str, Any] = {
         "provisioningModel": "SPOT" if spot else "STANDARD", "preemptible": spot,
@@ -46,6 +48,8 @@ def insert_body(cfg: GcpConfig, offering: Offering, name: str, labels: Mapping[s
     if spot:
         scheduling["instanceTerminationAction"] = "DELETE"  # a reclaimed VM leaves no billed disk
     items = [{"key": k, "value": v} for k, v in HARDENING.items()] + [{"key": "user-data", "value": user_data}]
+    if owners:
+        items.append({"key": OWNERS, "value": json.dumps(dict(owners), sort_keys=True)})
     body: dict[str, Any] = {
         "name": name, "machineType": f"zones/{offering.zone}/machineTypes/{offering.instance_type}",
         "labels": dict(labels), "scheduling": scheduling, "metadata": {"items": items},
@@ -93,7 +97,19 @@ def node_of(inst: Any, catalog: Mapping[tuple[str, str, Market], Offering], *, d
     labels = dict(inst.labels)
     return Node(node_id=inst.name, offering=offering_of(inst, catalog), state=state,
                 launched_at=parse_time(inst.creation_timestamp, now),
-                request_id=labels.get(REQUEST_ID, ""), **node_tags(labels))
+                request_id=labels.get(REQUEST_ID, ""), **node_tags(owners_of(inst) or labels))
+
+
+def owners_of(inst: Any) -> dict[str, str] | None:
+    """The launch's labels as it gave them (the ``burster-owners`` metadata item: GCE labels lose case,
+    characters and length); None where the item is missing or not a JSON object of strings."""
+    raw = next((item.value for item in inst.metadata.items if item.key == OWNERS), None)
+    try:
+        got = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    ok = isinstance(got, dict) and all(isinstance(v, str) for v in got.values())
+    return got if ok else None
 
 
 def gone_node(name: str, offering: Offering, request_id: str, labels: Mapping[str, str], *,

@@ -3,7 +3,9 @@
 - Instance names are valid GCE names (``[a-z]([-a-z0-9]{0,61}[a-z0-9])?``): ``bst-<cluster>-<hash>-<i>``,
   the hash derived from cluster + request id, so a retry targets the same instances.
 - A requestId per insert/delete is a UUID derived from the request id (GCE wants a UUID).
-- Label keys and values are lowercased and cut to GCE's label alphabet and 63 characters.
+- Label keys and values are lowercased and cut to GCE's label alphabet and 63 characters; the
+  launch's own labels also go, exact, into the metadata item ``burster-owners`` (JSON), which is
+  what a controller adopting the instance reads back (``instances.owners_of``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from datetime import UTC, datetime
 MANAGED_BY = "managed-by"
 CLUSTER = "burster-cluster"
 REQUEST_ID = "burster-request-id"
+OWNERS = "burster-owners"  # metadata key (GCE: [a-zA-Z0-9-_], under 128 bytes) of the launch's exact labels
 _NS = uuid.UUID("6b0f5d3e-2a52-4c1e-9d55-4a3e1f0b9c21")  # Burster's uuid5 namespace for requestIds
 _HASH_LEN = 16
 

@@ -16,6 +16,8 @@ MACHINE_TYPES = frozenset(
 NAME_RE = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 LABEL_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 LABEL_VALUE_RE = re.compile(r"^[a-z0-9_-]{0,63}$")
+METADATA_KEY_RE = re.compile(r"^[a-zA-Z0-9_-]{1,127}$")  # "[a-zA-Z0-9-_]+, less than 128 bytes" (Items.key)
+METADATA_VALUE_BYTES = 262144  # "less than or equal to 262144 bytes (256 KiB)" (Items.value)
 _TERM = re.compile(r'\(?\s*([A-Za-z][\w.-]*)\s*(!=|=|:|\beq\b|\bne\b)\s*("(?:[^"]*)"|[^\s)]+)\s*\)?')
 
 
@@ -36,6 +38,14 @@ def validate_insert(zone: str, body: dict[str, Any]) -> str:
         raise ApiError(400, f"Invalid value for field 'resource.labels': '{bad}'. Label keys and "
                        "values can only contain lowercase letters, numeric characters, underscores "
                        "and dashes.", "invalid")
+    for i, item in enumerate((body.get("metadata") or {}).get("items") or []):
+        key, value = str(item.get("key", "")), str(item.get("value", ""))
+        if not METADATA_KEY_RE.match(key):
+            raise ApiError(400, f"Invalid value for field 'resource.metadata.items[{i}].key': '{key}'. Must be "
+                           "a match of regex '[a-zA-Z0-9-_]{1,128}'", "invalid")
+        if len(value.encode()) > METADATA_VALUE_BYTES:
+            raise ApiError(400, f"Invalid value for field 'resource.metadata.items[{i}].value': the value of "
+                           f"metadata key '{key}' is over {METADATA_VALUE_BYTES} bytes", "invalid")
     sched = body.get("scheduling") or {}
     if mt.split("-")[0] in ("a2", "a3") and sched.get("onHostMaintenance") != "TERMINATE":
         raise ApiError(400, "Instances with guest accelerators do not support live migration.",

@@ -62,14 +62,16 @@ def test_a_node_launched_for_an_intent_and_gone_while_the_controller_was_down_is
 
 def test_a_node_adopted_with_no_intent_is_attributed_by_its_tags(harness: Harness) -> None:
     """A lost store, a node of an earlier run still up: its record (and so its ledger entries) takes
-    the team, project and sprint its launch tagged it with (GCE keeps label values lowercased)."""
+    the team, project and sprint its launch tagged it with, exactly (GCE labels lowercase and cut
+    values: its adapter reads them back from the instance's metadata)."""
     p = harness.provider
-    labels = {"team": "vision", "project": "detector", "sprint": "S42", "exclusive": "true"}
+    project = "Detector-" + "x" * 60  # past GCE's 63-character label value
+    labels = {"team": "Vision", "project": project, "sprint": "ML Sprint 42 (Q4)", "exclusive": "true"}
     (node,) = p.launch(harness.offering, 1, request_id=request_id("earlier-run", 2), labels=labels)
     clock = FakeClock((node.launched_at or FakeClock().now()) + timedelta(seconds=60))
     pool = SimPool(EventQueue(), nodes=1, gpus_per_node=8, gpu_model="V100")
     rec = Reconciler(providers={p.name: p}, pool=pool, policy=BursterPolicy(), clock=clock)
     assert not rec.run_once().errors
     got = rec.state.nodes[node.node_id]
-    sprint = "s42" if type(p).__module__.startswith("providers.gcp") else "S42"
-    assert (got.team, got.project, got.sprint, got.exclusive, got.for_job) == ("vision", "detector", sprint, True, None)
+    assert (got.team, got.project, got.sprint, got.exclusive, got.for_job) == (
+        "Vision", project, "ML Sprint 42 (Q4)", True, None)

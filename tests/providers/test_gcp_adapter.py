@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -55,6 +56,7 @@ def test_spot_insert_body_follows_the_instances_insert_shape(b: GcpBackend) -> N
                               "burster-cluster": "c1", "burster-request-id": request_id("body", 1)}
     meta = {i["key"]: i["value"] for i in body["metadata"]["items"]}
     assert meta["user-data"].startswith("#cloud-config") and meta["enable-oslogin"] == "TRUE"
+    assert json.loads(meta[naming.OWNERS]) == LABELS  # exact, where the labels lost the case
     assert body["disks"][0]["initializeParams"]["sourceImage"].endswith("debian-12")
     assert uuid.UUID(query["requestId"])  # GCE wants a UUID
     assert sent[0]["query"]["requestId"] != sent[1]["query"]["requestId"]
@@ -79,12 +81,27 @@ def test_nodes_map_back_to_catalog_offerings_and_states(b: GcpBackend) -> None:
     nodes = p.launch(offering, 1, request_id=request_id("map", 1), labels=LABELS)
     assert nodes[0].offering == offering and nodes[0].offering.price_per_hour_usd > 0
     assert nodes[0].state in (NodeState.LAUNCHING, NodeState.READY)
-    assert nodes[0].team == "vision" and nodes[0].request_id == request_id("map", 1)
+    assert nodes[0].team == "Vision" and nodes[0].request_id == request_id("map", 1)
     assert nodes[0].launched_at.tzinfo is not None and nodes[0].launched_at.utcoffset() == UTC.utcoffset(None)
     b.compute.settle()
     assert [n.state for n in p.list_nodes()] == [NodeState.READY]
     b.compute.instance(ZONE, nodes[0].node_id)["status"] = "REPAIRING"
     assert [n.state for n in p.list_nodes()] == [NodeState.FAILED]
+
+
+@pytest.mark.parametrize("owners", [None, "not json", '["Vision"]', '{"team": 7}'])
+def test_an_instance_without_a_readable_owners_item_is_attributed_by_its_labels(b: GcpBackend,
+                                                                               owners: str | None) -> None:
+    """The metadata item missing (an instance of an older adapter, or edited) or not a JSON object of
+    strings: the labels, lowercased, still name the owners."""
+    p = b.provider()
+    (node,) = p.launch(catalog_offering(), 1, request_id=request_id("owners", 1), labels=LABELS)
+    meta = b.compute.instance(ZONE, node.node_id)["metadata"]
+    meta["items"] = [i for i in meta["items"] if i["key"] != naming.OWNERS]
+    if owners is not None:
+        meta["items"].append({"key": naming.OWNERS, "value": owners})
+    (listed,) = p.list_nodes()
+    assert (listed.team, listed.project, listed.sprint) == ("vision", "detector", "s42")
 
 
 def test_list_nodes_sees_only_this_clusters_labelled_instances(b: GcpBackend) -> None:
