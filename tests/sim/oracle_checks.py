@@ -375,9 +375,10 @@ def check_stranded(seen: Observed) -> list[str]:
     steps.sort(key=lambda e: e[0])
     busy = cloud = 0
     stranded_s = 0.0
-    for (at, dbusy, dcloud), nxt in zip(steps, [*steps[1:], (seen.stop, 0, 0)], strict=True):
+    nexts = [*(s[0] for s in steps[1:]), seen.stop] if steps else []  # a window no job ran in has none
+    for (at, dbusy, dcloud), nxt in zip(steps, nexts, strict=True):
         busy, cloud = busy + dbusy, cloud + dcloud
-        stranded_s += min(seen.sim.pool_gpus - busy, cloud) * (nxt[0] - at).total_seconds()
+        stranded_s += min(seen.sim.pool_gpus - busy, cloud) * (nxt - at).total_seconds()
     got = seen.summary["stranded_gpu_hours"]
     return [] if abs(got - stranded_s / 3600) <= 0.0051 else [f"stranded_gpu_hours {got} != recomputed "
                                                               f"{stranded_s / 3600:.4f}"]

@@ -65,6 +65,18 @@ def test_a_trace_without_teams_draws_no_team_budgets() -> None:
     assert any(draw(seed, TEAMS).raw["budget"]["team_usd"] for seed in range(2800, 2840))
 
 
+def test_a_window_where_no_job_ever_runs_passes_every_check(tmp_path: Path) -> None:
+    """Helios vcMod's day 4 under seed 3009's draw: its one job needs a gang of 8 nodes, more than the
+    pool has and ``guards.max_nodes`` (4) lets launch, so nothing runs; the oracle's stranded-hours
+    recount once crashed on a run with no placements."""
+    csv = tmp_path / "one_gang.csv"
+    csv.write_text("job_id,submit_time,gpus,runtime_s,team\nwarm,2026-03-02T00:00:00Z,1,600,vcMod\n"
+                   "gang,2026-03-06T03:00:00Z,64,7200,vcMod\n")
+    d = draw(3009, ["vcMod"])
+    assert d.raw["guards"]["max_nodes"] == 4 and d.start_day == 4.0
+    assert findings(d, load_trace(csv), hours=6) == []
+
+
 def test_a_trace_that_cannot_be_read_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nope.csv"
     with pytest.raises(SystemExit):
