@@ -20,7 +20,9 @@ sparse until about day 115).
 ``--restarts K`` also runs each seed kept in SQLite with the controller restarted K times and checks
 it plans as the uninterrupted run (tests/sim/oracle_restarts.py).
 
-One line per seed: ``ok`` or the config, then the first findings; exit status 1 if any seed found one.
+One line per seed: ``ok`` or the config, then the first findings (``--json``: one object, with the
+run's jobs, cloud dollars, launches and passes, to tell seeds that burst); exit status 1 if any seed
+found one.
 """
 
 from __future__ import annotations
@@ -208,17 +210,23 @@ def write_signals(path: Path, signals: Sequence[dict[str, Any]], start: datetime
     return path
 
 
-def findings(d: Draw, trace: Trace, hours: float | None, restarts: int = 0) -> list[str]:
+RUN_KEYS = ("jobs", "jobs_started_on_cloud", "cloud_usd", "launches", "reconcile_passes")  # what --json reports
+
+
+def findings(d: Draw, trace: Trace, hours: float | None, restarts: int = 0,
+             ran: dict[str, Any] | None = None) -> list[str]:
     """Every oracle check's findings for one draw (an exception is one); ``restarts``: then run it again
-    kept in SQLite, the controller restarted so many times, and compare (tests/sim/oracle_restarts.py)."""
+    kept in SQLite, the controller restarted so many times, and compare (tests/sim/oracle_restarts.py);
+    ``ran`` (if given) receives the run's ``RUN_KEYS`` from its summary, to tell a seed that burst."""
     if not d.signals:
-        return _findings(d, trace, hours, restarts, None)
+        return _findings(d, trace, hours, restarts, None, ran)
     with tempfile.TemporaryDirectory(prefix="burster-fuzz-") as tmp:
         start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=d.start_day)
-        return _findings(d, trace, hours, restarts, write_signals(Path(tmp) / "signals.csv", d.signals, start))
+        return _findings(d, trace, hours, restarts, write_signals(Path(tmp) / "signals.csv", d.signals, start), ran)
 
 
-def _findings(d: Draw, trace: Trace, hours: float | None, restarts: int, signals: Path | None) -> list[str]:
+def _findings(d: Draw, trace: Trace, hours: float | None, restarts: int, signals: Path | None,
+              ran: dict[str, Any] | None) -> list[str]:
     b = d.raw["budget"]
     protected = frozenset(d.raw["guards"].get("protected_node_ids", ()))
     observe = functools.partial(observe_simulation, trace=trace, seed=d.seed, days=1.0, start_day=d.start_day,
@@ -235,6 +243,8 @@ def _findings(d: Draw, trace: Trace, hours: float | None, restarts: int, signals
     try:
         observe = functools.partial(observe, parse_config(d.raw))  # a config it refuses is a finding too
         seen = observe(per_pass=log)
+        if ran is not None:
+            ran.update({k: seen.summary[k] for k in RUN_KEYS})
         found = checks(seen)
         if restarts and not found:
             found = restart_findings(observe, seen, log, count=restarts, seed=d.seed, checks=checks,
@@ -273,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     for seed in range(int(first), int(end)):
         d, t0 = draw(seed, teams), time.monotonic()
         d = replace(d, start_day=d.start_day + a.from_day)
-        found = findings(d, trace, a.hours, a.restarts)
+        ran: dict[str, Any] = {}
+        found = findings(d, trace, a.hours, a.restarts, ran)
         failed += bool(found)
         if a.json:
             wall_s = round(time.monotonic() - t0, 1)
@@ -281,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
                               "estimate_error": d.sigma, "start_day": d.start_day,
                               "faults": d.faults and d.faults.as_dict(), "signals": d.signals,
                               "pool_outages": d.pool_outages,
-                              "findings": found[:8],
+                              "findings": found[:8], **ran,
                               "wall_s": wall_s}))
         else:
             print(f"seed {seed}: " + ("ok" if not found else f"{len(found)} finding(s) with policy {d.policy}, "

@@ -36,6 +36,7 @@ def test_a_seed_with_global_and_team_budgets_passes_every_check(capsys: pytest.C
     (line,) = capsys.readouterr().out.splitlines()
     got = json.loads(line)
     assert (got["seed"], got["ok"], got["findings"]) == (5, True, [])
+    assert got["jobs"] > 0 and {"cloud_usd", "launches", "reconcile_passes"} <= set(got)
 
 
 @pytest.mark.parametrize("bad", ["3", "5:5", "a:b", "7:2"])
