@@ -12,10 +12,12 @@ tests/sim/oracle_fault_view.py; protected nodes never stopped). It found the bud
 whose lost reply was billed a listing grace late (burster/reconcile_nodes.py) and a booting node
 that a refused terminate left to take a job (burster/reconciler.py).
 
-    python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json] [--trace PATH] [--from-day D] [--restarts K]
+    python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json] [--trace PATH] [--from-day D]
+        [--pool-nodes N] [--restarts K]
 
 ``--from-day D`` moves every drawn window D days into the trace (Alibaba's openb pods, for one, are
-sparse until about day 115).
+sparse until about day 115); ``--pool-nodes N`` gives every seed a pool of N nodes (a trace lighter
+than the demo's fits on most drawn pools, and a run that never bursts checks little).
 
 ``--restarts K`` also runs each seed kept in SQLite with the controller restarted K times and checks
 it plans as the uninterrupted run (tests/sim/oracle_restarts.py).
@@ -266,9 +268,13 @@ def main(argv: list[str] | None = None) -> int:
                     "its first five days are drawn from)")
     ap.add_argument("--from-day", type=float, default=0.0, metavar="D", help="draw the windows from D days "
                     "into the trace on (default 0)")
+    ap.add_argument("--pool-nodes", type=int, default=None, metavar="N", help="every seed's pool has N nodes "
+                    "(default: drawn, 4 to 24)")
     a = ap.parse_args(argv)
     if a.from_day < 0:
         ap.error(f"--from-day {a.from_day:g}: give days into the trace, 0 or more")
+    if a.pool_nodes is not None and a.pool_nodes < 1:
+        ap.error(f"--pool-nodes {a.pool_nodes}: give how many on-prem nodes, 1 or more")
     if a.restarts < 0:
         ap.error(f"--restarts {a.restarts}: give how many times to restart each seed's controller, 0 or more")
     first, _, end = a.seeds.partition(":")
@@ -283,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     for seed in range(int(first), int(end)):
         d, t0 = draw(seed, teams), time.monotonic()
         d = replace(d, start_day=d.start_day + a.from_day)
+        if a.pool_nodes is not None:
+            d.raw["pool"]["nodes"] = a.pool_nodes
         ran: dict[str, Any] = {}
         found = findings(d, trace, a.hours, a.restarts, ran)
         failed += bool(found)

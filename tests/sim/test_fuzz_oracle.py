@@ -60,6 +60,15 @@ def test_from_day_moves_the_drawn_window_into_the_trace(capsys: pytest.CaptureFi
     assert "--from-day -1: give days into the trace, 0 or more" in capsys.readouterr().err
 
 
+def test_pool_nodes_sets_every_seeds_pool(capsys: pytest.CaptureFixture[str]) -> None:
+    assert draw(5, TEAMS).raw["pool"]["nodes"] != 2
+    assert main(["--seeds", "5:6", "--hours", "1", "--pool-nodes", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["pool"]["nodes"] == 2
+    with pytest.raises(SystemExit):
+        main(["--seeds", "5:6", "--pool-nodes", "0"])
+    assert "--pool-nodes 0: give how many on-prem nodes, 1 or more" in capsys.readouterr().err
+
+
 def test_a_trace_without_teams_draws_no_team_budgets() -> None:
     """Alibaba's pods name no team: every draw still works, budgeting no team."""
     assert all(draw(seed, []).raw["budget"]["team_usd"] == {} for seed in range(2800, 2840))
