@@ -13,14 +13,15 @@ whose lost reply was billed a listing grace late (burster/reconcile_nodes.py) an
 that a refused terminate left to take a job (burster/reconciler.py).
 
     python -m tests.sim.fuzz_oracle --seeds 0:50 [--hours 24] [--json] [--trace PATH] [--from-day D]
-        [--pool-nodes N] [--restarts K]
+        [--pool-nodes N] [--restarts K [--store postgres]]
 
 ``--from-day D`` moves every drawn window D days into the trace (Alibaba's openb pods, for one, are
 sparse until about day 115); ``--pool-nodes N`` gives every seed a pool of N nodes (a trace lighter
 than the demo's fits on most drawn pools, and a run that never bursts checks little).
 
-``--restarts K`` also runs each seed kept in SQLite with the controller restarted K times and checks
-it plans as the uninterrupted run (tests/sim/oracle_restarts.py).
+``--restarts K`` also runs each seed kept in SQLite (``--store postgres``: a new PostgreSQL database
+per seed) with the controller restarted K times and checks it plans as the uninterrupted run
+(tests/sim/oracle_restarts.py).
 
 One line per seed: ``ok`` or the config, then the first findings (``--json``: one object, with the
 run's jobs, cloud dollars, launches and passes, to tell seeds that burst); exit status 1 if any seed
@@ -55,6 +56,7 @@ from tests.sim.oracle_fault_view import as_knowable
 from tests.sim.oracle_faults import Faults
 from tests.sim.oracle_observe import Observed, observe_simulation
 from tests.sim.oracle_restarts import PassLog, restart_findings
+from tests.store.pg import NoServer, fresh_database
 
 EXTRA_FROM_SEED = 1200  # seeds below draw no ``_draw_extra`` keys: their recorded findings replay as they were
 PROTECT_FROM_SEED = 1700  # nor, below this, protected nodes (``_draw_protected``)
@@ -216,18 +218,20 @@ RUN_KEYS = ("jobs", "jobs_started_on_cloud", "cloud_usd", "launches", "reconcile
 
 
 def findings(d: Draw, trace: Trace, hours: float | None, restarts: int = 0,
-             ran: dict[str, Any] | None = None) -> list[str]:
+             ran: dict[str, Any] | None = None, store: str = "sqlite") -> list[str]:
     """Every oracle check's findings for one draw (an exception is one); ``restarts``: then run it again
-    kept in SQLite, the controller restarted so many times, and compare (tests/sim/oracle_restarts.py);
-    ``ran`` (if given) receives the run's ``RUN_KEYS`` from its summary, to tell a seed that burst."""
+    kept in ``store`` (SQLite, or "postgres"), the controller restarted so many times, and compare
+    (tests/sim/oracle_restarts.py); ``ran`` (if given) receives the run's ``RUN_KEYS`` from its summary,
+    to tell a seed that burst."""
     if not d.signals:
-        return _findings(d, trace, hours, restarts, None, ran)
+        return _findings(d, trace, hours, restarts, store, None, ran)
     with tempfile.TemporaryDirectory(prefix="burster-fuzz-") as tmp:
         start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=d.start_day)
-        return _findings(d, trace, hours, restarts, write_signals(Path(tmp) / "signals.csv", d.signals, start), ran)
+        signals = write_signals(Path(tmp) / "signals.csv", d.signals, start)
+        return _findings(d, trace, hours, restarts, store, signals, ran)
 
 
-def _findings(d: Draw, trace: Trace, hours: float | None, restarts: int, signals: Path | None,
+def _findings(d: Draw, trace: Trace, hours: float | None, restarts: int, store: str, signals: Path | None,
               ran: dict[str, Any] | None) -> list[str]:
     b = d.raw["budget"]
     protected = frozenset(d.raw["guards"].get("protected_node_ids", ()))
@@ -250,7 +254,7 @@ def _findings(d: Draw, trace: Trace, hours: float | None, restarts: int, signals
         found = checks(seen)
         if restarts and not found:
             found = restart_findings(observe, seen, log, count=restarts, seed=d.seed, checks=checks,
-                                     per_pass=budgets())
+                                     per_pass=budgets(), store=store)
     except Exception:  # a crash is a finding, reported with its traceback
         return [traceback.format_exc()]
     return found
@@ -264,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="one JSON object per seed")
     ap.add_argument("--restarts", type=int, default=0, metavar="K", help="also run each seed kept in SQLite, "
                     "the controller restarted K times, and check it plans as the uninterrupted run (default 0)")
+    ap.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite", help="where --restarts keeps the "
+                    "controller's state: a SQLite file, or a new PostgreSQL database per seed on "
+                    "$BURSTER_TEST_POSTGRES's server (default sqlite)")
     ap.add_argument("--trace", default=str(DEMO_TRACE), help="a job trace (default: the bundled demo week; "
                     "its first five days are drawn from)")
     ap.add_argument("--from-day", type=float, default=0.0, metavar="D", help="draw the windows from D days "
@@ -277,6 +284,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--pool-nodes {a.pool_nodes}: give how many on-prem nodes, 1 or more")
     if a.restarts < 0:
         ap.error(f"--restarts {a.restarts}: give how many times to restart each seed's controller, 0 or more")
+    if a.store == "postgres" and a.restarts:
+        try:
+            with fresh_database():
+                pass
+        except NoServer as err:
+            ap.error(f"--store postgres: {err}")
     first, _, end = a.seeds.partition(":")
     if not (first.isdigit() and end.isdigit() and int(first) < int(end)):
         ap.error(f"--seeds {a.seeds!r}: give FIRST:END, two whole numbers, FIRST below END (e.g. 0:20)")
@@ -292,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.pool_nodes is not None:
             d.raw["pool"]["nodes"] = a.pool_nodes
         ran: dict[str, Any] = {}
-        found = findings(d, trace, a.hours, a.restarts, ran)
+        found = findings(d, trace, a.hours, a.restarts, ran, a.store)
         failed += bool(found)
         if a.json:
             wall_s = round(time.monotonic() - t0, 1)

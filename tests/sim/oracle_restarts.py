@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import random
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 from burster.reconciler import PassReport
 from burster.sqlstate import SqlState
 from tests.sim.oracle_observe import Observed
+from tests.store.pg import fresh_database
 
 
 class PassLog:
@@ -47,21 +49,32 @@ def restart_times(times: Sequence[datetime], tick_s: float, count: int, seed: in
 
 def restart_findings(observe: Callable[..., Observed], reference: Observed, log: PassLog, *, count: int,
                      seed: int, checks: Callable[[Observed], list[str]],
-                     per_pass: Callable[[Observed, PassReport], list[str]] | None = None) -> list[str]:
+                     per_pass: Callable[[Observed, PassReport], list[str]] | None = None,
+                     store: str = "sqlite") -> list[str]:
     """Run ``observe`` (the reference's simulation, keyword arguments ``state``, ``restarts`` and
-    ``per_pass`` left to this) again kept in SQLite and restarted ``count`` times; what differs from
-    the reference (``log``: its passes), and what ``checks`` find in the restarted run."""
+    ``per_pass`` left to this) again kept in a store (``store``: a SQLite file, or "postgres": a new
+    PostgreSQL database, tests/store/pg.py) and restarted ``count`` times; what differs from the
+    reference (``log``: its passes), and what ``checks`` find in the restarted run."""
     times = restart_times(log.times, reference.tick_s, count, seed)
     if not times:
         return []
     again = PassLog(per_pass)
-    with tempfile.TemporaryDirectory() as tmp:
-        url = f"sqlite:///{Path(tmp) / 'burster.db'}"
+    with _store(store) as url:
         seen = observe(state=lambda: SqlState.open(url), restarts=times, per_pass=again)
         seen.sim.reconciler.state.close()
     where = ", ".join(f"{t:%Y-%m-%d %H:%M:%S}" for t in times)
     out = [f"restarted after the passes at {where}: {f}" for f in _differences(log, again, reference, seen)]
     return out + [f"restarted after the passes at {where}: {f}" for f in checks(seen)]
+
+
+@contextmanager
+def _store(kind: str) -> Iterator[str]:
+    if kind == "postgres":
+        with fresh_database() as url:
+            yield url
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        yield f"sqlite:///{Path(tmp) / 'burster.db'}"
 
 
 def _differences(log: PassLog, again: PassLog, reference: Observed, seen: Observed) -> list[str]:

@@ -5,6 +5,7 @@ outages), and a bad ``--seeds`` says what to give."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -44,6 +45,21 @@ def test_bad_seeds_say_what_to_give(bad: str, capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         main(["--seeds", bad])
     assert f"--seeds {bad!r}: give FIRST:END, two whole numbers, FIRST below END" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.environ.get("BURSTER_SKIP_POSTGRES") == "1", reason="BURSTER_SKIP_POSTGRES=1")
+def test_restarts_kept_in_postgresql(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--seeds", "55:56", "--hours", "2", "--restarts", "2", "--store", "postgres", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"]
+
+
+def test_an_unreachable_postgresql_server_is_said_once(monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("tests.store.pg.ADMIN_URL", "postgresql+psycopg2://postgres@127.0.0.1:1/postgres")
+    with pytest.raises(SystemExit):
+        main(["--seeds", "55:56", "--restarts", "1", "--store", "postgres"])
+    err = capsys.readouterr().err
+    assert "--store postgres: no PostgreSQL server at" in err and "BURSTER_TEST_POSTGRES" in err
 
 
 def test_a_negative_restart_count_says_what_to_give(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,10 +1,14 @@
-"""The restart check of the fuzzer (tests/sim/oracle_restarts.py): a run kept in SQLite and restarted
-plans as the uninterrupted one, and a restart that loses part of the state is found."""
+"""The restart check of the fuzzer (tests/sim/oracle_restarts.py): a run kept in SQLite (or in
+PostgreSQL) and restarted plans as the uninterrupted one, and a restart that loses part of the state
+is found."""
 
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
+
+import pytest
 
 from burster.config import parse_config
 from burster.sqlstate import SqlState
@@ -36,6 +40,14 @@ def test_restarted_three_times_under_failing_clouds_it_plans_as_if_it_never_stop
     times = restart_times(log.times, seen.tick_s, 3, SEED)
     assert len(times) == 3 and all(seen.window_start < t < seen.stop for t in times)
     assert restart_findings(observe, seen, log, count=3, seed=SEED, checks=_checks) == []
+
+
+@pytest.mark.skipif(os.environ.get("BURSTER_SKIP_POSTGRES") == "1", reason="BURSTER_SKIP_POSTGRES=1")
+def test_kept_in_postgresql_and_restarted_it_plans_as_if_it_never_stopped() -> None:
+    """The same run with the controller's state in a new PostgreSQL database (``--store postgres``)."""
+    observe, log = _observe(), PassLog()
+    seen = observe(per_pass=log)
+    assert restart_findings(observe, seen, log, count=3, seed=SEED, checks=_checks, store="postgres") == []
 
 
 def test_a_restart_that_forgets_the_nodes_is_found() -> None:

@@ -9,14 +9,12 @@ trust auth). When it cannot be reached the PostgreSQL tests fail, saying so; set
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
-ADMIN_URL = os.environ.get("BURSTER_TEST_POSTGRES", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres")
+from tests.store.pg import NoServer, fresh_database
 
 
 @pytest.fixture
@@ -24,20 +22,11 @@ def postgres_url() -> Iterator[str]:
     """A new, empty PostgreSQL database, dropped afterwards."""
     if os.environ.get("BURSTER_SKIP_POSTGRES") == "1":
         pytest.skip("BURSTER_SKIP_POSTGRES=1")
-    admin = sa.create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
-    name = f"burster_test_{uuid.uuid4().hex[:12]}"
     try:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    except sa.exc.OperationalError as err:
-        pytest.fail(f"no PostgreSQL server at {admin.url!r} ({str(err.orig).strip()}); start one, point "
-                    "BURSTER_TEST_POSTGRES at one, or set BURSTER_SKIP_POSTGRES=1")
-    try:
-        yield admin.url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
+        with fresh_database() as url:
+            yield url
+    except NoServer as err:
+        pytest.fail(str(err))
 
 
 @pytest.fixture
