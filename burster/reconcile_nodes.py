@@ -185,8 +185,8 @@ class NodeBook:
                     watched[rec.node_id] = EndWatch(now, unseen=True)
                 elif rec.node_id not in seen:  # too young to take for gone: a listing may lag a launch
                     self.missing[rec.node_id] = rec.launched_at + grace
-            for node_id in [i for i, w in watched.items()
-                            if w.running and i not in seen and records[i].provider == provider]:
+            for node_id in sorted(i for i, w in watched.items()  # by id: a store loads in no set order
+                                  if w.running and i not in seen and records[i].provider == provider):
                 self._charge_overrun(node_id, now)  # gone at last: charged to the listing without it
                 del watched[node_id]
         # a live record left terminating and not listed so: its terminate was refused (or the process died
@@ -258,8 +258,9 @@ class NodeBook:
         return tuple(out)
 
     def partly_listed(self) -> list[Launch]:
-        """Standing launch intents whose nodes listings show only in part: the call reached its cloud."""
-        return [a for rid, a in self.state.intents.items() if 0 < self.state.nodes_of_request(rid) < a.count]
+        """Standing launch intents whose nodes listings show only in part: the call reached its cloud. By
+        request id: a restarted controller's store loads them in no set order."""
+        return [a for rid, a in sorted(self.state.intents.items()) if 0 < self.state.nodes_of_request(rid) < a.count]
 
     def spend(self, now: datetime, period: str) -> Spend:
         """The budget period's spend: ledger since its start plus what live nodes accrued in it,

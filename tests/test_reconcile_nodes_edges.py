@@ -192,6 +192,17 @@ def test_a_node_taken_for_gone_then_listed_ended_is_billed_to_its_listed_end() -
     assert sum(b for _, _, b in d.billed()) == LISTING_GRACE_S + 50
 
 
+def test_strays_gone_in_one_listing_are_charged_by_id_whatever_order_a_store_loaded_them_in() -> None:
+    d = Desk()
+    d.sync(T0 + sec(10), node("n-1"), node("n-2"))
+    for i in ("n-1", "n-2"):
+        d.book.ended(i, T0 + sec(100), d.charge)
+    d.sync(T0 + sec(100) + GRACE + sec(50), node("n-1"), node("n-2"))  # both running on: strays
+    d.state.watched = dict(reversed(d.state.watched.items()))  # as a restarted store may load them
+    d.sync(T0 + sec(100) + GRACE + sec(60))  # both gone
+    assert [e.node_id for e in d.state.ledger[-2:]] == ["n-1", "n-2"]
+
+
 # --- ended, intents ------------------------------------------------------------------------------
 def test_a_node_that_ends_still_requested_failed() -> None:
     d = Desk()
@@ -207,6 +218,15 @@ def test_a_nodes_checkpoint_ticket_goes_with_it() -> None:
     d.state.tickets["n-1"] = CheckpointTicket("n-1", "j", T0 + sec(300))
     d.book.ended("n-1", T0 + sec(20), d.charge)
     assert d.state.tickets == {}
+
+
+def test_intents_listed_in_part_are_made_again_by_request_id() -> None:
+    """Whatever order the intents were put in (a restarted store loads them in no set order)."""
+    d = Desk()
+    for rid in ("req-b", "req-a"):
+        d.state.put_intent(Launch(OD, 2, "burst for j", rid, job_id="j"))
+    d.sync(T0, node("n-1", request_id="req-b"), node("n-2", request_id="req-a"))
+    assert [a.request_id for a in d.book.partly_listed()] == ["req-a", "req-b"]
 
 
 def test_an_intent_made_again_after_it_was_cleared_or_forgotten_gets_a_full_grace() -> None:
