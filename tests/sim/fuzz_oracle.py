@@ -217,6 +217,18 @@ def write_signals(path: Path, signals: Sequence[dict[str, Any]], start: datetime
 RUN_KEYS = ("jobs", "jobs_started_on_cloud", "cloud_usd", "launches", "reconcile_passes")  # what --json reports
 
 
+def window_start(trace: Trace, start_day: float) -> datetime:
+    """Where a draw's day of the trace begins (as ``burster simulate --start-day`` counts)."""
+    return trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
+
+
+def no_jobs_in(trace: Trace, start_day: float) -> bool:
+    """Whether the draw's day holds no arrival (a gap in the trace): the simulator refuses such a
+    window, and the seed is skipped, saying so."""
+    start = window_start(trace, start_day)
+    return not any(start <= j.submitted_at < start + timedelta(days=1) for j in trace.jobs)
+
+
 def findings(d: Draw, trace: Trace, hours: float | None, restarts: int = 0,
              ran: dict[str, Any] | None = None, store: str = "sqlite") -> list[str]:
     """Every oracle check's findings for one draw (an exception is one); ``restarts``: then run it again
@@ -226,8 +238,7 @@ def findings(d: Draw, trace: Trace, hours: float | None, restarts: int = 0,
     if not d.signals:
         return _findings(d, trace, hours, restarts, store, None, ran)
     with tempfile.TemporaryDirectory(prefix="burster-fuzz-") as tmp:
-        start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=d.start_day)
-        signals = write_signals(Path(tmp) / "signals.csv", d.signals, start)
+        signals = write_signals(Path(tmp) / "signals.csv", d.signals, window_start(trace, d.start_day))
         return _findings(d, trace, hours, restarts, store, signals, ran)
 
 
@@ -304,6 +315,10 @@ def main(argv: list[str] | None = None) -> int:
         d = replace(d, start_day=d.start_day + a.from_day)
         if a.pool_nodes is not None:
             d.raw["pool"]["nodes"] = a.pool_nodes
+        if no_jobs_in(trace, d.start_day):
+            print(json.dumps({"seed": seed, "ok": True, "skipped": f"no jobs in day {d.start_day:g}"}) if a.json
+                  else f"seed {seed}: skipped, no jobs in day {d.start_day:g} of the trace", flush=True)
+            continue
         ran: dict[str, Any] = {}
         found = findings(d, trace, a.hours, a.restarts, ran, a.store)
         failed += bool(found)

@@ -103,6 +103,16 @@ def test_a_window_where_no_job_ever_runs_passes_every_check(tmp_path: Path) -> N
     assert findings(d, load_trace(csv), hours=6) == []
 
 
+def test_a_day_without_arrivals_is_skipped_saying_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Helios vchbv has such a day (seed 3300 drew it): the simulator refuses an empty window."""
+    csv = tmp_path / "gap.csv"
+    csv.write_text("job_id,submit_time,gpus,runtime_s\na,2026-03-02T00:00:00Z,1,600\nb,2026-03-12T00:00:00Z,1,600\n")
+    assert main(["--seeds", "5:7", "--trace", str(csv), "--from-day", "5", "--json"]) == 0
+    got = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(g["seed"], g["ok"], g["skipped"]) for g in got] == [
+        (s, True, f"no jobs in day {draw(s, []).start_day + 5:g}") for s in (5, 6)]
+
+
 def test_a_trace_that_cannot_be_read_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nope.csv"
     with pytest.raises(SystemExit):
