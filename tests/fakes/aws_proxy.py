@@ -14,6 +14,8 @@ boto3 talks to the proxy (``endpoint_url``); the proxy forwards to moto unless a
   (``AWSPriceListService.GetProducts``, JSON 1.1), which moto lacks, is served here in the
   documented response shape (see aws_events/pricing_get_products_cli_example.json).
 
+- ``page_versions(size)``: DescribeLaunchTemplateVersions listings (``MaxResults`` given) answer in
+  pages of at most ``size`` versions with a ``nextToken``, as EC2 does (moto answers all at once).
 - ``spot_taken_back(instance_id)``: DescribeInstances shows that (ended) instance's ``stateReason`` as
   ``Server.SpotInstanceTermination``, as EC2 does for a spot instance it took back (moto knows only
   the reason of our own terminate).
@@ -33,14 +35,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl
 from xml.etree import ElementTree as ET
 
-EC2_NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
-CAPACITY_MESSAGE = (
-    "We currently do not have sufficient {itype} capacity in the Availability Zone you requested. "
-    "Our system will be working on provisioning additional capacity. You can currently get {itype} "
-    "capacity by not specifying an Availability Zone in your request or choosing a different one.")
+from tests.fakes.aws_wire import add_error_item, ask_for, capacity_response, page_of, spot_reason, unpaged
 
 
 def ec2_error_body(code: str, message: str) -> bytes:
@@ -118,6 +116,7 @@ class AwsFaultProxy:
             self._partial: list[int] = []
             self._pricing_failures = 0
             self.taken_back: set[str] = set()
+            self.version_page = 0  # page_versions' size; 0: as moto answers
             self.calls.clear()
 
     def throttle(self, calls: int) -> None:
@@ -135,6 +134,10 @@ class AwsFaultProxy:
     def partial_next(self, fulfilled: int) -> None:
         with self._lock:
             self._partial.append(fulfilled)
+
+    def page_versions(self, size: int) -> None:
+        with self._lock:
+            self.version_page = size
 
     def spot_taken_back(self, instance_id: str) -> None:
         with self._lock:
@@ -221,14 +224,17 @@ class _Handler(BaseHTTPRequestHandler):
             code, message, status = fault[1]
             return self._reply(status, ec2_error_body(code, message), "text/xml;charset=UTF-8")
         if fault and fault[0] == "capacity":
-            return self._reply(200, _capacity_response(params), "text/xml;charset=UTF-8")
+            return self._reply(200, capacity_response(params), "text/xml;charset=UTF-8")
         if fault and fault[0] == "partial":
-            body = _ask_for(params, int(fault[1]))
-        status, headers, data = self._forward(body)
+            body = ask_for(params, int(fault[1]))
+        paged = action == "DescribeLaunchTemplateVersions" and "MaxResults" in params and self.owner.version_page
+        status, headers, data = self._forward(unpaged(params) if paged else body)
+        if paged and status == 200:
+            data = page_of(data, params, self.owner.version_page)
         if fault and fault[0] == "partial" and status == 200:
-            data = _add_error_item(data, params)
+            data = add_error_item(data, params)
         if action == "DescribeInstances" and status == 200 and self.owner.taken_back:
-            data = _spot_reason(data, self.owner.taken_back)
+            data = spot_reason(data, self.owner.taken_back)
         if action == "CreateLaunchTemplateVersion" and status == 200 and params.get("SourceVersion"):
             _apply_source_version(region, params, data)
         self._reply(status, data, headers.get("Content-Type", "text/xml"))
@@ -283,77 +289,6 @@ def _scope(authorization: str) -> tuple[str, str]:
         return scope[3], scope[2]
     except IndexError:
         return "", ""
-
-
-def _ask_for(params: dict[str, str], fulfilled: int) -> bytes:
-    changed = dict(params)
-    for key in ("TotalTargetCapacity", "SpotTargetCapacity", "OnDemandTargetCapacity"):
-        full = f"TargetCapacitySpecification.{key}"
-        if full in changed:
-            changed[full] = str(fulfilled)
-    return urlencode(changed).encode()
-
-
-def _error_item(params: dict[str, str]) -> ET.Element:
-    spot = params.get("TargetCapacitySpecification.DefaultTargetCapacityType") == "spot"
-    itype = params.get("LaunchTemplateConfigs.1.Overrides.1.InstanceType", "")
-    item = ET.Element(f"{{{EC2_NS}}}item")
-    lto = ET.SubElement(item, f"{{{EC2_NS}}}launchTemplateAndOverrides")
-    spec = ET.SubElement(lto, f"{{{EC2_NS}}}launchTemplateSpecification")
-    ET.SubElement(spec, f"{{{EC2_NS}}}launchTemplateId").text = params.get(
-        "LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateId", "")
-    ET.SubElement(spec, f"{{{EC2_NS}}}version").text = params.get(
-        "LaunchTemplateConfigs.1.LaunchTemplateSpecification.Version", "")
-    over = ET.SubElement(lto, f"{{{EC2_NS}}}overrides")
-    ET.SubElement(over, f"{{{EC2_NS}}}instanceType").text = itype
-    for field, tag in (("SubnetId", "subnetId"), ("AvailabilityZone", "availabilityZone")):
-        value = params.get(f"LaunchTemplateConfigs.1.Overrides.1.{field}")
-        if value:
-            ET.SubElement(over, f"{{{EC2_NS}}}{tag}").text = value
-    ET.SubElement(item, f"{{{EC2_NS}}}lifecycle").text = "spot" if spot else "on-demand"
-    ET.SubElement(item, f"{{{EC2_NS}}}errorCode").text = "InsufficientInstanceCapacity"
-    ET.SubElement(item, f"{{{EC2_NS}}}errorMessage").text = CAPACITY_MESSAGE.format(itype=itype)
-    return item
-
-
-def _capacity_response(params: dict[str, str]) -> bytes:
-    ET.register_namespace("", EC2_NS)
-    root = ET.Element(f"{{{EC2_NS}}}CreateFleetResponse")
-    ET.SubElement(root, f"{{{EC2_NS}}}requestId").text = str(uuid.uuid4())
-    ET.SubElement(root, f"{{{EC2_NS}}}fleetId").text = f"fleet-{uuid.uuid4()}"
-    ET.SubElement(root, f"{{{EC2_NS}}}errorSet").append(_error_item(params))
-    ET.SubElement(root, f"{{{EC2_NS}}}fleetInstanceSet")
-    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root)
-
-
-def _add_error_item(data: bytes, params: dict[str, str]) -> bytes:
-    ET.register_namespace("", EC2_NS)
-    root = ET.fromstring(data)
-    ns = root.tag.split("}")[0] + "}" if root.tag.startswith("{") else ""
-    errors = root.find(f"{ns}errorSet")
-    if errors is None:
-        errors = ET.SubElement(root, f"{ns}errorSet")
-    item = _error_item(params)
-    for el in item.iter():  # moto's namespace may lack the trailing slash; follow the document's
-        el.tag = ns + el.tag.split("}", 1)[1]
-    errors.append(item)
-    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root)
-
-
-def _spot_reason(data: bytes, instance_ids: set[str]) -> bytes:
-    """DescribeInstances' answer with these instances' stateReason set to EC2's spot take-back."""
-    ET.register_namespace("", EC2_NS)
-    root = ET.fromstring(data)
-    ns = root.tag.split("}")[0] + "}" if root.tag.startswith("{") else ""
-    for item in root.iter(f"{ns}item"):
-        if item.findtext(f"{ns}instanceId") in instance_ids and (reason := item.find(f"{ns}stateReason")) is not None:
-            for tag, text in (("code", "Server.SpotInstanceTermination"), ("message", "Server.SpotInstanceTermination: "
-                                                                           "Spot instance termination")):
-                el = reason.find(f"{ns}{tag}")
-                if el is None:
-                    el = ET.SubElement(reason, f"{ns}{tag}")
-                el.text = text
-    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root)
 
 
 def _apply_source_version(region: str, params: dict[str, str], data: bytes) -> None:

@@ -208,6 +208,24 @@ def test_a_new_default_template_version_gets_its_own_user_data_version(b: h.Back
     assert _sent_version(b, template)["VersionDescription"].endswith(":src2")
 
 
+def test_a_user_data_version_past_the_first_page_of_versions_is_found_not_made_again(b: h.Backend) -> None:
+    """EC2 pages DescribeLaunchTemplateVersions (moto does not: the proxy cuts its answer into pages)."""
+    template = _template(b)
+    cfg = h.make_config(b, launch_template_ids={"default": template})
+    for k in range(5):  # five bootstraps: versions 2 to 6
+        h.make_provider(b, cfg=cfg, user_data=lambda o, k=k: f"#!/bin/bash\necho {k}\n").launch(
+            h.offering(), 1, request_id=request_id("pages", k))
+    b.proxy.page_versions(2)
+    made = b.proxy.actions().count("CreateLaunchTemplateVersion")
+    h.make_provider(b, cfg=cfg, user_data=lambda o: "#!/bin/bash\necho 4\n").launch(
+        h.offering(), 1, request_id=request_id("pages", "again"))
+    assert b.proxy.actions().count("CreateLaunchTemplateVersion") == made  # found on the third page
+    assert _sent_version(b, template)["VersionNumber"] == 6
+    listed = [params for service, action, params in b.proxy.calls
+              if action == "DescribeLaunchTemplateVersions" and "MaxResults" in params]
+    assert [c.get("NextToken") for c in listed[-3:]] == [None, "2", "4"]
+
+
 def test_config_extras_are_part_of_the_version_and_the_templates_own_are_kept(b: h.Backend) -> None:
     plain = _template(b)
     for group in ("sg-0aaaaaaaaaaaaaaaa", "sg-0bbbbbbbbbbbbbbbb"):
