@@ -14,6 +14,8 @@ import heapq
 from collections import defaultdict
 from datetime import datetime, timedelta
 
+from burster.model import Market
+from burster.reconcile_nodes import TAKE_BACK_GRACE_S
 from tests.sim.oracle_observe import CloudNode, Observed, PoolCall, Segment
 
 ONPREM = "onprem-"  # the simulated pool's reserved node ids: onprem-0000, ...
@@ -157,6 +159,31 @@ def _stopped_in_time(seen: Observed, n: CloudNode, start: datetime, end: datetim
             return False
         t = tried
     return (end - t).total_seconds() <= tick_s
+
+
+def left_to_cloud(n: CloudNode, now: datetime) -> bool:
+    """Whether at ``now`` the controller may leave ``n`` to its cloud (``NodeBook.left_to_cloud``): a
+    spot-interruption notice of it given by then, ``n`` up, and its take-back at the notice's time
+    free, until ``TAKE_BACK_GRACE_S`` past that time."""
+    from tests.sim.oracle_checks import billed_s
+
+    if n.notice is None or n.notice[0] > now or (n.end is not None and n.end <= now):
+        return False
+    until = n.notice[1]
+    run_s = (until - n.launched_at).total_seconds()
+    free = billed_s(n.offering.provider, run_s, taken_back=True, spot=n.offering.market is Market.SPOT) == 0
+    return free and now <= until + timedelta(seconds=TAKE_BACK_GRACE_S)
+
+
+def check_announced_take_backs(seen: Observed) -> list[str]:
+    """Each node the budgets counted at nothing while left to its cloud (``left_to_cloud``) was taken
+    back free, as announced (or was still up at the stop)."""
+    from tests.sim.oracle_checks import node_usd
+
+    return [f"{n.node_id}: left to its cloud from its notice at {n.notice[0]}, ended "
+            f"{'taken back' if n.taken_back else 'by us'} at {n.end} billed ${node_usd(n, n.end):.4f}, not free"
+            for n in seen.nodes.values() if n.notice is not None and n.end is not None
+            and left_to_cloud(n, n.notice[0]) and not (n.taken_back and node_usd(n, n.end) == 0)]
 
 
 def check_reserved_holds(seen: Observed, *, exact_estimates: bool) -> list[str]:

@@ -15,8 +15,16 @@ from typing import Any
 
 from burster.model import JobClass, Market
 from burster.reconciler import PassReport
-from tests.sim.oracle_actions import check_handoffs, check_preemptions, check_reserved_holds, pool_slips_usd
+from tests.sim.oracle_actions import (
+    check_announced_take_backs,
+    check_handoffs,
+    check_preemptions,
+    check_reserved_holds,
+    left_to_cloud,
+    pool_slips_usd,
+)
 from tests.sim.oracle_observe import CloudNode, Observed, Segment
+from tests.sim.oracle_stranded import check_stranded
 
 USD_TOL = 1e-6  # per ledger entry (quantized to micro-dollars)
 S_TOL = 1e-5  # seconds (datetimes hold microseconds)
@@ -253,13 +261,18 @@ def runs_on_nodes(seen: Observed, *, seen_by_a_pass: bool = False) -> dict[str, 
     return out
 
 
-def billed_in_period(seen: Observed, now: datetime, period: str) -> dict[str, float]:
+def billed_in_period(seen: Observed, now: datetime, period: str, *, announced_free: bool = False) -> dict[str, float]:
     """What the clouds billed by ``now`` that fell in the budget period holding it, by the team each
-    part of a node's run served (``node_parts``): the part of each in the period pro rata by time."""
+    part of a node's run served (``node_parts``): the part of each in the period pro rata by time.
+    ``announced_free``: a node left to its cloud to take back free, as a notice announced
+    (``oracle_actions.left_to_cloud``), counts nothing (terminated it would be billed:
+    docs/architecture.md); ``oracle_actions.check_announced_take_backs`` checks it went so."""
     since = period_began(period, now)
     billed: dict[str, float] = defaultdict(float)
     runs, jobs = runs_on_nodes(seen, seen_by_a_pass=True), {j.job_id: j for j in seen.jobs}
     for node in seen.nodes.values():
+        if announced_free and left_to_cloud(node, now):
+            continue
         n = seen.known_at(node, now) if seen.known_at else node
         if n is not None and n.launched_at <= now and (since is None or n.end is None or n.end > since):
             for team, start, end, usd in node_parts(n, now, runs.get(n.node_id, ()), jobs):
@@ -269,7 +282,8 @@ def billed_in_period(seen: Observed, now: datetime, period: str) -> dict[str, fl
 
 def budget_per_pass(total_usd: float | None, team_usd: dict[str, float], period: str = "all") -> Any:
     """A ``per_pass`` check: at every pass neither the ledger nor what the clouds billed so far
-    (nodes still up included) passes the hard budgets in the budget period; a team's, less the runs
+    (nodes still up included; one its cloud took back free as announced: nothing once announced)
+    passes the hard budgets in the budget period; a team's, less the runs
     the pool started for it on other teams' nodes that the stop ended within a pass, or as soon as
     a failing cloud API let it (``pool_slips_usd``; the ledger's, its nodes as the controller could
     know them: tests/sim/oracle_fault_view.py)."""
@@ -282,7 +296,7 @@ def budget_per_pass(total_usd: float | None, team_usd: dict[str, float], period:
         for e in seen.sim.reconciler.state.ledger:
             charged[e.team] += _in_period(float(e.usd), e.start, e.end, since)
             entries[e.team] += 1
-        billed = billed_in_period(seen, now, period)
+        billed = billed_in_period(seen, now, period, announced_free=True)
         slips: dict[str, dict[str, float]] = {"ledger": {}, "cloud bill": {}}
         if any(spent[t] > b + 1e-6 for spent in (charged, billed) for t, b in team_usd.items()):
             from tests.sim.oracle_fault_view import as_knowable  # (it imports this module)
@@ -356,34 +370,6 @@ def check_placements(seen: Observed, gpus_per_node: int) -> list[str]:
     return out
 
 
-def check_stranded(seen: Observed) -> list[str]:
-    """Stranded GPU-hours: at each instant, min(idle reserved GPUs, GPUs of jobs running on the cloud
-    that some reserved nodes could run), over the whole run."""
-    reserved = seen.sim.reconciler.pool.nodes()
-    if not reserved:
-        return []
-    model, size, count = reserved[0].gpu_model, max(n.gpus for n in reserved), len(reserved)
-    fits = {j.job_id for j in seen.jobs if j.gpu_model in ("", model) and -(-j.gpus // j.nodes) <= size
-            and j.nodes <= count}
-    steps: list[tuple[datetime, int, int]] = []  # (instant, change of busy reserved GPUs, of such cloud GPUs)
-    for g in seen.segments:
-        if g.on_cloud and g.job_id not in fits:
-            continue
-        end = g.end or seen.stop
-        steps += [(g.start, 0 if g.on_cloud else g.gpus, g.gpus if g.on_cloud else 0),
-                  (end, 0 if g.on_cloud else -g.gpus, -g.gpus if g.on_cloud else 0)]
-    steps.sort(key=lambda e: e[0])
-    busy = cloud = 0
-    stranded_s = 0.0
-    nexts = [*(s[0] for s in steps[1:]), seen.stop] if steps else []  # a window no job ran in has none
-    for (at, dbusy, dcloud), nxt in zip(steps, nexts, strict=True):
-        busy, cloud = busy + dbusy, cloud + dcloud
-        stranded_s += min(seen.sim.pool_gpus - busy, cloud) * (nxt - at).total_seconds()
-    got = seen.summary["stranded_gpu_hours"]
-    return [] if abs(got - stranded_s / 3600) <= 0.0051 else [f"stranded_gpu_hours {got} != recomputed "
-                                                              f"{stranded_s / 3600:.4f}"]
-
-
 def all_checks(seen: Observed, billed_as: Observed | None = None) -> list[str]:
     """Every check above and oracle_actions', and what the per-pass check found while the simulation ran;
     the ledger and the spend held to ``billed_as`` (the nodes as the controller could know them, when
@@ -394,4 +380,5 @@ def all_checks(seen: Observed, billed_as: Observed | None = None) -> list[str]:
     return [*check_ledger(billed), *check_jobs(seen), *check_placements(seen, gpus_per_node), *check_stranded(seen),
             *check_spend_seen(billed, seen.sim.reconciler.budget_period), *check_handoffs(seen),
             *check_reserved_holds(seen, exact_estimates=seen.exact_estimates), *check_preemptions(seen),
+            *check_announced_take_backs(seen),
             *seen.checks_per_pass]

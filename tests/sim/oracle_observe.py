@@ -44,6 +44,7 @@ class CloudNode:
     exclusive: bool = False  # launched to run only its own job or one handed to it (label)
     project: str = ""  # labels, as team
     sprint: str = ""
+    notice: tuple[datetime, datetime] | None = None  # the first spot-interruption notice given: (at, its end)
 
 
 class CloudTap:
@@ -57,7 +58,12 @@ class CloudTap:
         return self._inner.offerings()  # type: ignore[no-any-return]
 
     def interruptions(self) -> Any:
-        return self._inner.interruptions()
+        notices = self._inner.interruptions()
+        for n in notices:
+            node = self._book.get(n.node_id)
+            if node is not None and n.kind == "spot-interruption" and node.notice is None:
+                node.notice = (n.notice_at, n.terminate_at)
+        return notices
 
     def list_nodes(self) -> Sequence[Node]:
         nodes: Sequence[Node] = self._inner.list_nodes()

@@ -6,16 +6,26 @@ month's boundary."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
 from burster.app import DEMO_TRACE
 from burster.config import parse_config
+from burster.model import Market, Offering
+from burster.shared_data import shared_data_dir
 from burster.traces import Trace, load_trace
-from tests.sim.oracle_actions import handed_nodes, handed_usd_by_team, pool_slips_usd
+from tests.sim.fuzz_oracle import draw, findings
+from tests.sim.oracle_actions import (
+    check_announced_take_backs,
+    handed_nodes,
+    handed_usd_by_team,
+    left_to_cloud,
+    pool_slips_usd,
+)
 from tests.sim.oracle_checks import all_checks, budget_per_pass, period_began
-from tests.sim.oracle_observe import TICK_S, observe_simulation
+from tests.sim.oracle_observe import TICK_S, CloudNode, observe_simulation
 
 DEMO = load_trace(DEMO_TRACE, "philly")
 HANDING = {"pool": {"nodes": 10}, "policy": {"exclusive_nodes": True, "standby": True}}
@@ -110,3 +120,31 @@ def test_a_job_starting_on_its_held_node_as_the_hold_ends_may_count_as_landed() 
     assert check_reserved_holds(expired_only, exact_estimates=True) == []  # the other reading passes too
     off_by_two = replace(seen, summary={**s, "node_holds_expired": s["node_holds_expired"] + 2})
     assert check_reserved_holds(off_by_two, exact_estimates=True)
+
+
+SLO = shared_data_dir() / "chronus_philly_deadline" / "trace_job_Philly_SLO.csv.gz"
+
+
+@pytest.mark.skipif(not SLO.exists(), reason="needs ../shared/data/chronus_philly_deadline")
+def test_a_node_left_to_its_cloud_for_a_free_take_back_counts_nothing_against_the_budgets() -> None:
+    """Fuzzed Philly SLO seed 2923: a spot node's notice came, its job checkpointed, the pool started a
+    job of a team at its budget there before the next pass drained it; the node, idle and now that
+    team's, was left to its cloud (a take-back in its first hour is free; terminating it is billed)
+    and the team's bill so far passed its budget for two minutes, until the cloud took the node back
+    for nothing. The oracle held the node's accrual against the budget; it counts it at nothing now."""
+    trace = load_trace(SLO)
+    d = draw(2923, sorted({j.team for j in trace.jobs if j.team}))
+    assert d.raw["budget"]["team_usd"]["vc_11cb48"] == 10.0
+    assert findings(d, trace, hours=7.3) == []
+
+
+def test_a_node_left_to_its_cloud_that_was_not_taken_back_free_is_found() -> None:
+    at = datetime(2026, 1, 7, 7, 15, tzinfo=UTC)
+    spot = Offering("aws", "us-east-1", "use1-az6", "p3.2xlarge", "V100", 1, Market.SPOT, 0.6827)
+    node = CloudNode("aws-1", spot, "t", at - timedelta(minutes=36), notice=(at, at + timedelta(minutes=2)))
+    assert left_to_cloud(node, at + timedelta(minutes=1)) and not left_to_cloud(node, at - timedelta(seconds=1))
+    taken = replace(node, end=at + timedelta(minutes=2), taken_back=True)
+    ended_by_us = replace(node, end=at + timedelta(minutes=3))
+    found = check_announced_take_backs(SimpleNamespace(nodes={"a": taken, "b": ended_by_us}))  # type: ignore[arg-type]
+    assert found == [f"aws-1: left to its cloud from its notice at {at}, ended by us at {ended_by_us.end} billed "
+                     "$0.4438, not free"]
