@@ -227,13 +227,13 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
     if unknown:
         raise ConfigError(f"unknown provider(s) {', '.join(unknown)}; valid: {', '.join(PROVIDERS)}")
     check_window(days, start_day)
-    start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
+    start = trace.day(start_day)
     # the whole trace includes its last arrival; a window [start, start + days) does not
     end = trace.end + timedelta(microseconds=1) if days is None else start + timedelta(days=days)
     model = config.pool.gpu_model
     jobs = [j if j.gpu_model else replace(j, gpu_model=model) for j in trace.jobs if start <= j.submitted_at < end]
     if not jobs:
-        span = (trace.end - trace.start.replace(hour=0, minute=0, second=0, microsecond=0)).total_seconds() / 86400
+        span = (trace.end - trace.day(0)).total_seconds() / 86400
         length = "to the end" if days is None else f"+ {days:g} d"
         # rounded down: a window starting by the day given reaches the last arrival
         raise ConfigError(f"no jobs submitted in day {start_day:g} {length} of {trace.name}; its arrivals span "

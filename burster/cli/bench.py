@@ -9,7 +9,6 @@ import math
 import os
 import sys
 from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +145,7 @@ def windows(args: argparse.Namespace) -> list[Any]:
         days = args.days
         if days is None:
             trace = cached_trace(str(path), args.trace_format)
-            day0 = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
+            day0 = trace.day(start_day)
             days = max(math.ceil(((trace.end - day0).total_seconds() + 1) / 3600) / 24, 1 / 24)
         result.append(Window(str(path), args.trace_format, start_day, days))
     return result

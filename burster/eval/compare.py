@@ -122,7 +122,7 @@ def cached_trace(path: str, fmt: str | None) -> Trace:
 
 def window_jobs(trace: Trace, w: Window, pool_model: str) -> tuple[datetime, datetime, list[Demand]]:
     """The window's start, end and jobs, filtered and defaulted exactly as ``build_simulation`` does."""
-    start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=w.start_day)
+    start = trace.day(w.start_day)
     end = start + timedelta(days=w.days)
     jobs = [j if j.gpu_model else replace(j, gpu_model=pool_model)
             for j in trace.jobs if start <= j.submitted_at < end]

@@ -8,7 +8,7 @@ import math
 from collections import Counter
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from burster import textfile
@@ -55,6 +55,10 @@ class Trace:
     @property
     def end(self) -> datetime:
         return max((j.submitted_at for j in self.jobs), default=TRACE_EPOCH)
+
+    def day(self, n: float) -> datetime:
+        """Where day ``n`` of the trace begins (``--start-day``): its first arrival's midnight, plus ``n`` days."""
+        return self.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=n)
 
 
 TRACE_FILE = "trace file"

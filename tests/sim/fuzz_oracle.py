@@ -217,15 +217,10 @@ def write_signals(path: Path, signals: Sequence[dict[str, Any]], start: datetime
 RUN_KEYS = ("jobs", "jobs_started_on_cloud", "cloud_usd", "launches", "reconcile_passes")  # what --json reports
 
 
-def window_start(trace: Trace, start_day: float) -> datetime:
-    """Where a draw's day of the trace begins (as ``burster simulate --start-day`` counts)."""
-    return trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
-
-
 def no_jobs_in(trace: Trace, start_day: float) -> bool:
     """Whether the draw's day holds no arrival (a gap in the trace): the simulator refuses such a
     window, and the seed is skipped, saying so."""
-    start = window_start(trace, start_day)
+    start = trace.day(start_day)
     return not any(start <= j.submitted_at < start + timedelta(days=1) for j in trace.jobs)
 
 
@@ -238,7 +233,7 @@ def findings(d: Draw, trace: Trace, hours: float | None, restarts: int = 0,
     if not d.signals:
         return _findings(d, trace, hours, restarts, store, None, ran)
     with tempfile.TemporaryDirectory(prefix="burster-fuzz-") as tmp:
-        signals = write_signals(Path(tmp) / "signals.csv", d.signals, window_start(trace, d.start_day))
+        signals = write_signals(Path(tmp) / "signals.csv", d.signals, trace.day(d.start_day))
         return _findings(d, trace, hours, restarts, store, signals, ran)
 
 

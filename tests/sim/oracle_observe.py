@@ -263,7 +263,7 @@ def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: 
     world.pool.runs = runs
     calls: list[PoolCall] = []
     spends: list[tuple[datetime, Spend]] = []
-    start = trace.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=start_day)
+    start = trace.day(start_day)
     outages = [(start + timedelta(hours=a), start + timedelta(hours=b)) for a, b in pool_outages]
     rec.pool = PoolTap(rec.pool, sim.clock.now, calls, outages)
     live_seen: dict[datetime, frozenset[str]] = {}

@@ -179,7 +179,7 @@ def test_from_seed_2200_on_demand_signals_are_drawn_and_pre_warm_passes_every_ch
     assert 10 <= sum(bool(d.signals) for d in drawn) <= 40
     d = draw(2254, TEAMS)
     (sig,) = d.signals
-    start = TRACE.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=d.start_day)
+    start = TRACE.day(d.start_day)
     path = write_signals(tmp_path / "signals.csv", d.signals, start)
     (loaded,) = load_signals(path)
     assert loaded.signal.gpu_hours == sig["gpu_hours"] == 256 and loaded.signal.team == sig["team"]
