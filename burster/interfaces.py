@@ -80,8 +80,10 @@ class PoolActuator(Protocol):
     """What the runtime asks of the on-prem scheduler.
 
     - ``bootstrap``: user-data that makes a new node of ``offering`` join this pool.
-    - ``checkpoint``: ask the job on a node to checkpoint before ``deadline``; calling it again for
-      the same node returns the ticket's current state (that is how it is polled).
+    - ``checkpoint``: ask the job on a node to checkpoint before ``deadline``; with ``cordon``, start
+      no new work there from then on (Slurm: the node set DRAIN, its job runs on; Kubernetes:
+      cordon); calling it again for the same node returns the ticket's current state (that is how
+      it is polled; a poll leaves a cordon as it is).
     - ``drain``: stop new work landing on a node; its job requeues (keeping checkpointed work).
     - ``hold``: keep an on-prem node for a job from ``start_at`` until it starts on-prem or ends,
       or ``until`` passes, beside any jobs it is held for already; before ``start_at`` only jobs
@@ -93,7 +95,7 @@ class PoolActuator(Protocol):
 
     def bootstrap(self, offering: Offering) -> str: ...
 
-    def checkpoint(self, node_id: str, deadline: datetime) -> CheckpointTicket: ...
+    def checkpoint(self, node_id: str, deadline: datetime, *, cordon: bool = False) -> CheckpointTicket: ...
 
     def drain(self, node_id: str) -> None: ...
 

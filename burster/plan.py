@@ -47,13 +47,15 @@ class Terminate:
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """Ask the job on a node to checkpoint before ``deadline``; then drain and terminate it."""
+    """Ask the job on a node to checkpoint before ``deadline``; then drain and terminate it.
+    ``cordon``: the node takes no new work from the request on (it goes whatever its job does: a
+    spot notice, a budget stop); else a job the pool starts there as this one leaves calls it off."""
 
     node_id: str
     job_id: str
     deadline: datetime
     reason: str
-    then_terminate: bool = True
+    cordon: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -303,7 +303,8 @@ class Reconciler:
             return
         if a.deadline <= now:  # due already: no time to write one (``policies.budget_stop``), drained now
             return self._drain_and_terminate(a.node_id, a.reason)
-        ticket = self.pool.checkpoint(a.node_id, a.deadline)  # first: if it fails, the node stays as it was
+        # first: if it fails, the node stays as it was
+        ticket = self.pool.checkpoint(a.node_id, a.deadline, cordon=a.cordon)
         self.nodes.mark(a.node_id, NodeState.CHECKPOINTING)
         # a ticket naming no job (it left first) stays the asked job's: the poll calls it off for the next
         self.state.tickets[a.node_id] = ticket if ticket.job_id else replace(ticket, job_id=a.job_id)

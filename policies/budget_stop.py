@@ -102,7 +102,7 @@ def _stop_burn(snapshot: Snapshot, params: GuardParams, tick_s: float, what: str
                 grace_s = 0.0
                 within = "a checkpoint write" if age_s < params.checkpoint_write_s else "a tick"
                 reason += f" (job {n.job_id} began there {age_s:.0f}s ago, less than {within}: drained without one)"
-            out.append(Checkpoint(n.node_id, n.job_id, snapshot.now + timedelta(seconds=grace_s), reason))
+            out.append(Checkpoint(n.node_id, n.job_id, snapshot.now + timedelta(seconds=grace_s), reason, cordon=True))
         else:
             out.append(Terminate((n.node_id,), reason=reason, request_id=request_id("budget", n.node_id)))
         over -= n.offering.price_per_hour_usd * horizon_s / 3600.0

@@ -38,6 +38,7 @@ def handle_interruptions(snapshot: Snapshot) -> list[Action]:
                 node.node_id, node.job_id, notice.terminate_at,
                 reason=(f"{notice.kind} notice for {node.node_id} ({node.offering.key}): checkpoint job "
                         f"{node.job_id} before {notice.terminate_at:%H:%M:%S}, then requeue it"),
+                cordon=True,  # the node goes: a job started there as this one leaves would be cut short
             ))
         else:
             out.append(Terminate((node.node_id,), request_id=request_id("interrupted", node.node_id),

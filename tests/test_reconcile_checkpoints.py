@@ -1,5 +1,6 @@
 """The checkpoint handshake when the job it was for leaves the node first: the pool may start
-another job there, which the handshake must not drain and terminate under it."""
+another job there, which the handshake must not drain and terminate under it, unless the
+checkpoint cordoned the node (``Checkpoint.cordon``: a spot notice, a budget stop)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from tests.test_reconciler import World, join_and_start
 class CheckpointOnce:
     """A policy: the World's, plus one Checkpoint of (node, job) when told (as move-back makes)."""
 
-    def __init__(self, inner: object) -> None:
-        self.inner, self.ask = inner, None
+    def __init__(self, inner: object, cordon: bool = False) -> None:
+        self.inner, self.ask, self.cordon = inner, None, cordon
         self.name = "checkpoint-once"
 
     def decide(self, snapshot: Snapshot) -> Plan:
@@ -25,17 +26,18 @@ class CheckpointOnce:
             return plan
         node_id, job_id = self.ask
         self.ask = None
-        move = Checkpoint(node_id, job_id, snapshot.now + timedelta(seconds=60), reason=f"move {job_id} back")
+        move = Checkpoint(node_id, job_id, snapshot.now + timedelta(seconds=60), reason=f"move {job_id} back",
+                          cordon=self.cordon)
         return Plan(actions=(*plan.actions, move))
 
     def budget_stop(self, snapshot: Snapshot) -> Plan:
         return self.inner.budget_stop(snapshot)  # type: ignore[attr-defined, no-any-return]
 
 
-def _checkpointing_b() -> tuple[World, CheckpointOnce, str]:
+def _checkpointing_b(cordon: bool = False) -> tuple[World, CheckpointOnce, str]:
     """A World whose burst node runs job b (180 s long), checkpointing for a move at +150 s."""
     w = World()
-    policy = CheckpointOnce(w.rec.policy)
+    policy = CheckpointOnce(w.rec.policy, cordon)
     w.rec.policy = policy  # type: ignore[assignment]
     w.job("a", hours=5)  # holds the one on-prem node
     w.job("b", hours=0.05)  # bursts
@@ -64,6 +66,20 @@ def test_a_job_started_where_a_finished_job_was_checkpointing_is_not_drained_und
     assert node_id in {n.node_id for n in w.cloud.list_nodes()}
     assert w.rec.state.nodes[node_id].state is NodeState.READY and node_id not in w.rec.state.tickets
     assert [p.job.job_id for p in w.pool.running() if node_id in p.node_ids] == ["c"]
+
+
+def test_a_cordoned_node_takes_no_job_as_its_own_leaves_and_is_given_back() -> None:
+    """The same with a cordoning checkpoint (a notice's, a budget stop's): c stays queued, and the
+    next pass drains and terminates the idle node."""
+    w, _, node_id = _checkpointing_b(cordon=True)
+    w.clock.advance(40)  # b ends at +180
+    w.pool.events.run_until(w.clock.now())
+    w.pool.submit(Demand("c", 8, w.clock.now(), 3600, nodes=1, gpu_model="V100"), w.clock.now())
+    w.pool.schedule(w.clock.now())
+    assert [p for p in w.pool.running() if node_id in p.node_ids] == []
+    w.rec.run_once()
+    assert w.rec.state.nodes[node_id].state is NodeState.TERMINATED
+    assert "c" in {d.job_id for d in w.pool.pending()}
 
 
 def test_a_node_left_idle_by_the_job_it_checkpointed_is_still_reclaimed() -> None:

@@ -42,7 +42,7 @@ class BusyPool:
     def bootstrap(self, offering: Offering) -> str:
         return ""
 
-    def checkpoint(self, node_id: str, deadline: datetime) -> CheckpointTicket:
+    def checkpoint(self, node_id: str, deadline: datetime, *, cordon: bool = False) -> CheckpointTicket:
         raise AssertionError("no checkpoint expected")
 
     def drain(self, node_id: str) -> None:

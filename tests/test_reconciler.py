@@ -49,9 +49,9 @@ class FlakyPool(SimPool):
         self._fail_if_told("fail_running")
         return super().running()
 
-    def checkpoint(self, node_id: str, deadline: datetime) -> CheckpointTicket:
+    def checkpoint(self, node_id: str, deadline: datetime, *, cordon: bool = False) -> CheckpointTicket:
         self._fail_if_told("fail_checkpoint")
-        return super().checkpoint(node_id, deadline)
+        return super().checkpoint(node_id, deadline, cordon=cordon)
 
     def drain(self, node_id: str) -> None:
         self._fail_if_told("fail_drain")

@@ -6,7 +6,8 @@ of which ended while booting waits for the rest to go), unless reserved capacity
 Idle burst nodes take queued single-node jobs that fit, except jobs waiting for nodes of their own
 (those are allocated to them); an exclusive node (``Launch.exclusive``) takes only its own job or
 one the controller holds it for (``hold``). Preemption loses the work since the last
-periodic checkpoint; a requested checkpoint saves everything done up to the request. A stopped job
+periodic checkpoint; a requested checkpoint saves everything done up to the request (one that
+cordons its node: no new job starts there from the request on). A stopped job
 goes back in the queue at its submission-time place or at the back (``requeue``); a ranked queue
 (``ranker``) is served by priority, then start-by (``providers.sim.queue``). Which queued jobs
 start where is chosen in ``providers.sim.starts``; this module keeps runs, holds, stops and events.
@@ -91,8 +92,10 @@ class SimPool:
     def bootstrap(self, offering: Offering) -> str:
         return f"#cloud-config\n# join simulated pool as {offering.gpu_model} x{offering.gpus_per_node}\n"
 
-    def checkpoint(self, node_id: str, deadline: datetime) -> CheckpointTicket:
+    def checkpoint(self, node_id: str, deadline: datetime, *, cordon: bool = False) -> CheckpointTicket:
         b = self.burst.get(node_id)
+        if b is not None and cordon:
+            b.draining = True  # its job runs on, nothing new starts there
         run = self.runs.get(b.job_id) if b and b.job_id else None
         if run is None:
             return CheckpointTicket(node_id, "", deadline, done=True)

@@ -26,7 +26,7 @@ class BurstNode:
     for_job: str | None
     exclusive: bool = False  # takes only its own job or one the controller holds it for
     joined: bool = False
-    draining: bool = False
+    draining: bool = False  # takes no new job: drained, or cordoned by a checkpoint
     job_id: str | None = None
 
 

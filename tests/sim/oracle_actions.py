@@ -1,5 +1,5 @@
 """The oracle's view of what the controller asked of the pool (``PoolTap``'s calls): node holds,
-hand-offs of idle exclusive cloud nodes, on-prem preemptions. Each outcome is recomputed from the
+hand-offs of idle exclusive cloud nodes, on-prem preemptions, cordoning checkpoints. Each outcome is recomputed from the
 calls and the runs alone, by the pool's rules as docs/simulation.md states them: whether the pool
 could take a call then, what it must have done after, and the counts the summary reports.
 
@@ -184,6 +184,17 @@ def check_announced_take_backs(seen: Observed) -> list[str]:
             f"{'taken back' if n.taken_back else 'by us'} at {n.end} billed ${node_usd(n, n.end):.4f}, not free"
             for n in seen.nodes.values() if n.notice is not None and n.end is not None
             and left_to_cloud(n, n.notice[0]) and not (n.taken_back and node_usd(n, n.end) == 0)]
+
+
+def check_cordons(seen: Observed) -> list[str]:
+    """No run starts on a cloud node after a checkpoint cordoned it (``Pool.checkpoint(cordon=True)``:
+    a spot notice's, a budget stop's)."""
+    since: dict[str, datetime] = {}
+    for c in seen.pool_calls:
+        if c.kind == "checkpoint" and c.cordon:
+            since.setdefault(c.node_id, c.at)
+    return [f"{s.job_id} started on {n} at {s.start}, cordoned by a checkpoint since {since[n]}"
+            for s in seen.segments if s.on_cloud for n in s.node_ids if n in since and s.start > since[n]]
 
 
 def check_reserved_holds(seen: Observed, *, exact_estimates: bool) -> list[str]:

@@ -17,6 +17,7 @@ from burster.model import JobClass, Market
 from burster.reconciler import PassReport
 from tests.sim.oracle_actions import (
     check_announced_take_backs,
+    check_cordons,
     check_handoffs,
     check_preemptions,
     check_reserved_holds,
@@ -380,5 +381,5 @@ def all_checks(seen: Observed, billed_as: Observed | None = None) -> list[str]:
     return [*check_ledger(billed), *check_jobs(seen), *check_placements(seen, gpus_per_node), *check_stranded(seen),
             *check_spend_seen(billed, seen.sim.reconciler.budget_period), *check_handoffs(seen),
             *check_reserved_holds(seen, exact_estimates=seen.exact_estimates), *check_preemptions(seen),
-            *check_announced_take_backs(seen),
+            *check_announced_take_backs(seen), *check_cordons(seen),
             *seen.checks_per_pass]

@@ -111,6 +111,7 @@ class PoolCall:
     job_id: str = ""
     start_at: datetime | None = None  # a hold's start
     until: datetime | None = None  # a hold's end
+    cordon: bool = False  # a checkpoint that cordons its node
 
 
 class PoolTap:
@@ -143,9 +144,9 @@ class PoolTap:
         self._calls.append(PoolCall(self._now(), "drain", node_id))
         self._inner.drain(node_id)
 
-    def checkpoint(self, node_id: str, deadline: datetime) -> Any:
-        self._calls.append(PoolCall(self._now(), "checkpoint", node_id))
-        return self._inner.checkpoint(node_id, deadline)
+    def checkpoint(self, node_id: str, deadline: datetime, *, cordon: bool = False) -> Any:
+        self._calls.append(PoolCall(self._now(), "checkpoint", node_id, cordon=cordon))
+        return self._inner.checkpoint(node_id, deadline, cordon=cordon)
 
 
 class PolicyTap:

@@ -131,7 +131,9 @@ def test_a_node_left_to_its_cloud_for_a_free_take_back_counts_nothing_against_th
     job of a team at its budget there before the next pass drained it; the node, idle and now that
     team's, was left to its cloud (a take-back in its first hour is free; terminating it is billed)
     and the team's bill so far passed its budget for two minutes, until the cloud took the node back
-    for nothing. The oracle held the node's accrual against the budget; it counts it at nothing now."""
+    for nothing. The oracle held the node's accrual against the budget; it counts it at nothing now
+    (the next test pins that rule). Now a notice's checkpoint cordons its node, and the pool no
+    longer starts philly-12821 there (``check_cordons``: it did, on three nodes in turn)."""
     trace = load_trace(SLO)
     d = draw(2923, sorted({j.team for j in trace.jobs if j.team}))
     assert d.raw["budget"]["team_usd"]["vc_11cb48"] == 10.0

@@ -246,3 +246,24 @@ def test_a_ranked_pool_breaks_a_tie_of_priority_and_start_by_by_submission() -> 
     pool.submit(replace(job("a"), submitted_at=T0 + timedelta(seconds=1)), T0)
     pool.submit(job("b"), T0)
     assert [j.job_id for j in pool.pending()] == ["b", "a"]
+
+
+@pytest.mark.parametrize("cordon", [True, False])
+def test_a_cordoning_checkpoint_keeps_new_work_off_its_node_once_its_job_leaves(cordon: bool) -> None:
+    """``checkpoint(cordon=True)`` (a spot notice, a budget stop): a's job ends mid-checkpoint and b,
+    queued, does not start on the node, which its drain finds idle; without the cordon b starts
+    there (a reclaim's checkpoint is called off for it)."""
+    pool = pool_of()
+    pool.metrics.advance(T0)
+    on_own_node(pool, job("a", run_s=30.0), "n1")
+    pool.checkpoint("n1", T0 + timedelta(minutes=2), cordon=cordon)
+    pool.submit(job("b"), T0)
+    pool.schedule(T0)
+    assert running(pool) == {"a": ("n1",)}  # n1 is busy: b waits
+    pool.events.run_until(T0 + timedelta(seconds=30))  # a ends
+    pool.metrics.advance(T0 + timedelta(seconds=30))
+    pool.schedule(T0 + timedelta(seconds=30))
+    assert running(pool) == ({} if cordon else {"b": ("n1",)})
+    assert pool.checkpoint("n1", T0 + timedelta(minutes=2)).job_id == ("" if cordon else "b")
+    pool.schedule(T0 + timedelta(seconds=40))  # a poll leaves the cordon as it is
+    assert running(pool) == ({} if cordon else {"b": ("n1",)})
