@@ -195,9 +195,9 @@ def test_from_seed_2200_on_demand_signals_are_drawn_and_pre_warm_passes_every_ch
 def test_from_seed_2600_on_pool_outages_are_drawn_and_the_budget_stop_holds_through_them() -> None:
     """Seed 2600 (compute-wait, a $60 budget) reaches its budget at 02:03, here in an outage moved there
     (its own, 3.8-4.8 h, comes after the stop; before the stop's checkpoints cordoned their nodes, one
-    whose job left mid-checkpoint took another job, was called off and ran on into it): the pass, deciding only the budgets,
-    terminates a node then, and the run passes every oracle check. Outages are drawn only without
-    team budgets (a node's team in an outage is the last one seen)."""
+    whose job left mid-checkpoint took another job, was called off and ran on into it): the pass,
+    deciding only the budgets, terminates a node then, and the run passes every oracle check. Outages
+    are drawn only without team budgets (a node's team in an outage is the last one seen)."""
     assert all(draw(s, TEAMS).pool_outages == () for s in range(2590, 2600))
     drawn = [draw(s, TEAMS) for s in range(2600, 2660)]
     assert sum(bool(d.pool_outages) for d in drawn) >= 10
