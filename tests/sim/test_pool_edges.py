@@ -251,7 +251,7 @@ def test_a_ranked_pool_breaks_a_tie_of_priority_and_start_by_by_submission() -> 
 @pytest.mark.parametrize("cordon", [True, False])
 def test_a_cordoning_checkpoint_keeps_new_work_off_its_node_once_its_job_leaves(cordon: bool) -> None:
     """``checkpoint(cordon=True)`` (a spot notice, a budget stop): a's job ends mid-checkpoint and b,
-    queued, does not start on the node, which its drain finds idle; without the cordon b starts
+    queued, does not start on the node, which stays idle for its drain; without the cordon b starts
     there (a reclaim's checkpoint is called off for it)."""
     pool = pool_of()
     pool.metrics.advance(T0)
