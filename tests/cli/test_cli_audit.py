@@ -317,9 +317,16 @@ def test_no_command_prints_the_command_list_and_exits_2(argv: list[str], capsys:
     assert "COMMAND" in capsys.readouterr().out
 
 
+def _sigint_as_a_terminal_gives_it() -> None:
+    """A shell starts a background job (``make test &``) with SIGINT ignored, and its children inherit
+    that: the command under test gets SIGINT at its default, as from a terminal's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_exits_130_with_one_line_and_no_traceback() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "burster", "simulate", "--demo", "--json"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_sigint_as_a_terminal_gives_it)
     assert proc.stderr is not None
     assert "2023 jobs" in proc.stderr.readline()  # the trace is loaded: the command is running
     proc.send_signal(signal.SIGINT)
