@@ -252,7 +252,8 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
     world = SimWorld(clock=clock, jobs=jobs, offerings=offerings, providers=providers,
                      pool_nodes=config.pool.nodes, gpus_per_node=config.pool.gpus_per_node,
                      gpu_model=model, series=series, seed=seed, checkpoint_s=config.cost.checkpoint_write_s,
-                     requeue=config.pool.requeue, runtimes=runtimes, ranker=queue_ranker(config, cost),
+                     restart_s=config.cost.restart_overhead_s, requeue=config.pool.requeue, runtimes=runtimes,
+                     ranker=queue_ranker(config, cost),
                      history=history, signals=SimSignals(announced) if announced else None)
     world.pool.metrics.window_end = end
     reconciler = Reconciler(providers=world.clouds, pool=world.pool, policy=build_policy(policy, config, cost),

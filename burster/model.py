@@ -255,18 +255,25 @@ class Placement:
     price_per_hour_usd: float = 0.0  # all its cloud nodes together; 0 on-prem
     # asked to checkpoint and requeue (``burster.plan.Preempt``): its GPUs free by this instant
     stopping_at: datetime | None = None
-    # when its GPUs are expected free, as a POSIX timestamp (derived: started_at + remaining work
-    # at start, or the stop if sooner)
+    # how long the run reloads its job's saved work before it works on (0: it started with none saved)
+    reload_s: float = 0.0
+    # when its GPUs are expected free, as a POSIX timestamp (derived: started_at + reload + remaining
+    # work at start, or the stop if sooner)
     ends_at_ts: float = field(init=False, repr=False, compare=False, default=0.0)
 
     def __post_init__(self) -> None:
-        ends = self.started_at.timestamp() + self.job.remaining_s
+        ends = self.started_at.timestamp() + self.reload_s + self.job.remaining_s
         if self.stopping_at is not None:
             ends = min(ends, self.stopping_at.timestamp())
         object.__setattr__(self, "ends_at_ts", ends)
 
+    @property
+    def working_since_ts(self) -> float:
+        """When its run started working (POSIX): the start, past a restart's reload."""
+        return self.started_at.timestamp() + self.reload_s
+
     def done_s(self, now: datetime) -> float:
-        return self.job.done_s + max((now - self.started_at).total_seconds(), 0.0)
+        return self.job.done_s + max((now - self.started_at).total_seconds() - self.reload_s, 0.0)
 
     def remaining_s(self, now: datetime) -> float:
         return max(self.ends_at_ts - now.timestamp(), 0.0)

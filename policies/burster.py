@@ -16,7 +16,7 @@ from policies.consolidate import consolidate
 from policies.cost import CostModel
 from policies.deadline import handle_interruptions, launched_for_running, switch_behind_schedule
 from policies.defrag import held_moves, hold_nodes
-from policies.estimates import believe_overruns, corrected, runtime_corrections
+from policies.estimates import believe_overruns, corrected, runtime_corrections, with_reloads
 from policies.guards import (
     GuardParams,
     NodeRoom,
@@ -68,6 +68,7 @@ class BursterPolicy:
         if p.correct_estimates:
             snapshot = corrected(snapshot, runtime_corrections(snapshot.runtime_ratios, snapshot.team_runtime_ratios))
         snapshot, overrun_wake = believe_overruns(snapshot)
+        snapshot = with_reloads(snapshot, self.cost.p.restart_overhead_s)
         actions: list[Action] = []
         queue = ReservedQueue(snapshot.now, snapshot.pool_nodes, snapshot.running)
         stopping = enforce_budget(snapshot, p.guards, p.reclaim.tick_s)

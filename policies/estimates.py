@@ -15,7 +15,8 @@ told apart, and the spread left is what is left once each team's error is taken 
 nodes) is believed to need what the finished jobs that outlived as much needed (their median;
 ``OVERRUN_STEP`` times it, then that again, until enough have), not to be ending at every instant
 (``believe_overruns``, ``overrun_factor``); so is a requeued job an earlier attempt of which ran
-past it (``Demand.reached_s``).
+past it (``Demand.reached_s``). A pending job that resumes saved work is taken to run its restart's
+reload longer (``with_reloads``).
 """
 
 from __future__ import annotations
@@ -146,6 +147,31 @@ def _residuals(ratios: tuple[float, ...], teams: tuple[str, ...], corrections: C
 _RESIDUALS: list[tuple[tuple[float, ...], tuple[str, ...], Corrections, tuple[float, ...]]] = []
 
 
+_RELOADED: list[tuple[float, dict[int, tuple[Demand, Demand]]]] = []  # the last call's jobs, reloaded
+
+
+def with_reloads(snapshot: Snapshot, reload_s: float) -> Snapshot:
+    """``snapshot`` with each pending job that resumes saved work (some done, some left) taken to run
+    ``reload_s`` longer: its restart reloads the checkpoint before it works on (``cost.
+    restart_overhead_s``; a running job's ``Placement.reload_s`` says so of its run)."""
+    if reload_s <= 0 or not any(j.done_s > 0 and j.remaining_s > 0 for j in snapshot.pending):
+        return snapshot
+    last = _RELOADED[0][1] if _RELOADED and _RELOADED[0][0] == reload_s else {}
+    memo: dict[int, tuple[Demand, Demand]] = {}  # the same job object gets the same copy at every pass
+
+    def reloaded(job: Demand) -> Demand:
+        if job.done_s <= 0 or job.remaining_s <= 0:
+            return job
+        hit = last.get(id(job))
+        out = hit[1] if hit is not None and hit[0] is job else job.with_estimate(job.est_runtime_s + reload_s)
+        memo[id(job)] = (job, out)
+        return out
+
+    pending = tuple(reloaded(j) for j in snapshot.pending)
+    _RELOADED[:] = [(reload_s, memo)]
+    return replace(snapshot, pending=pending)
+
+
 def estimate_scale(ratios: Sequence[float], quantile: float) -> float:
     """The share of an estimate-based wait budget a deferring job may use: the ``quantile`` of true /
     estimated runtime over recently finished jobs (``Snapshot.runtime_ratios``), at most 1; 1 until
@@ -207,7 +233,7 @@ def believe_overruns(snapshot: Snapshot) -> tuple[Snapshot, datetime | None]:
             running.append(p)
             continue
         est = p.job.est_runtime_s
-        needed = p.job.done_s + now_ts - p.started_at.timestamp()  # work it has had, at least
+        needed = p.job.done_s + now_ts - p.working_since_ts  # work it has had, at least
         factor = overrun_factor(ordered, needed / est)
         hit = last.get(id(p))
         if hit is not None and hit[0] is p and hit[1] == factor and hit[2].ends_at_ts >= now_ts:

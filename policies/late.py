@@ -81,7 +81,7 @@ def late_stays_on_spot(p: Placement, spot: Offering, target: Offering, changeove
     job = p.job
     if job.deadline is None:
         return True
-    allowed = (job.deadline.timestamp() - p.started_at.timestamp() + job.done_s) / job.est_runtime_s
+    allowed = (job.deadline.timestamp() - p.working_since_ts + job.done_s) / job.est_runtime_s
     stay = late_spot_risk_usd(job, spot, allowed, ratios, cost)
     move = share_within(ratios, allowed - changeover_s / job.est_runtime_s, allowed) * cost.miss_usd(job)
     extra = cost.job_cost_usd(job, target, work_s=job.remaining_s + changeover_s) - cost.job_cost_usd(job, spot)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import fields, replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from burster.model import Demand, RuntimeHistory, launch_labels, node_tags
+from burster.model import Demand, Market, Placement, RuntimeHistory, launch_labels, node_tags
 from tests.policies.strategies import demands
 
 
@@ -59,3 +60,18 @@ def test_node_tags_read_back_what_launch_labels_wrote(team: str, project: str, s
     labels = launch_labels(team, project, sprint, job, exclusive)
     assert node_tags(labels) == {"team": team, "project": project, "sprint": sprint, "exclusive": exclusive}
     assert labels.get("job") == (job or None) and all(labels.values())
+
+
+def test_a_restarted_placement_ends_and_works_after_its_reload() -> None:
+    """``Placement.reload_s``: the run makes no progress for that long, then works its remaining."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    job = Demand("a", 1, start, 3600.0, gpu_model="V100", done_s=600.0, attempt=1)
+    first = Placement(job, ("n1",), start, True, Market.SPOT, 1.0)
+    again = Placement(job, ("n1",), start, True, Market.SPOT, 1.0, reload_s=300.0)
+    assert again.ends_at_ts == first.ends_at_ts + 300.0 == start.timestamp() + 3300.0
+    assert again.working_since_ts == start.timestamp() + 300.0
+    assert again.done_s(start + timedelta(seconds=200)) == 600.0  # reloading: nothing new done
+    assert again.done_s(start + timedelta(seconds=500)) == 800.0 == first.done_s(start + timedelta(seconds=200))
+    assert again.remaining_s(start + timedelta(seconds=500)) == 2800.0
+    stopping = Placement(job, ("n1",), start, True, Market.SPOT, 1.0, start + timedelta(seconds=120), 300.0)
+    assert stopping.ends_at_ts == start.timestamp() + 120.0  # a stop sooner still ends it

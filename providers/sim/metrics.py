@@ -76,8 +76,10 @@ class PoolMetrics:
         elif job.queued_at is not None:  # a restart: the first-wait metrics do not see this pause
             self.requeued_wait_gpu_hours += job.gpus * max((now - job.queued_at).total_seconds(), 0.0) / 3600.0
 
-    def finished(self, job: Demand, now: datetime) -> None:
+    def finished(self, job: Demand, now: datetime, *, lost_s: float = 0.0) -> None:
+        """``lost_s``: seconds of the last run that made no progress (a restart's reload)."""
         self.finished_jobs += 1
+        self.lost_gpu_hours += job.gpus * lost_s / 3600.0
         self._open.pop(job.job_id, None)
         if job.deadline is not None and job.job_class is not JobClass.BEST_EFFORT and now > job.deadline:
             self.deadline_misses += 1

@@ -14,8 +14,10 @@ from burster.model import Demand, PoolNode
 
 
 class OnPremNodes:
-    def __init__(self, nodes: int, gpus_per_node: int, gpu_model: str) -> None:
+    def __init__(self, nodes: int, gpus_per_node: int, gpu_model: str, *, restart_s: float = 0.0) -> None:
+        """``restart_s``: how long a job restarted from a checkpoint reloads it before it works again."""
         self.size = gpus_per_node
+        self.restart_s = restart_s
         self.model = gpu_model
         self.capacity = nodes * gpus_per_node
         self.free = [gpus_per_node] * nodes
@@ -92,7 +94,13 @@ class OnPremNodes:
 
     def _may_use(self, i: int, job: Demand, now_ts: float) -> bool:
         hold = self.held.get(i)
-        return hold is None or job.job_id in hold or now_ts + job.remaining_s <= min(hold.values())
+        return hold is None or job.job_id in hold or now_ts + self.run_s(job) <= min(hold.values())
+
+    def run_s(self, job: Demand) -> float:
+        """How long a run of ``job`` started now is expected to hold its GPUs (by its estimate): the
+        reload of a restart with work saved and some left, then its work left."""
+        reload_s = self.restart_s if job.done_s > 0 and job.remaining_s > 0 else 0.0
+        return job.remaining_s + reload_s
 
     def hold(self, i: int, job_id: str, start_ts: float) -> None:
         """Hold node ``i`` for ``job_id`` from ``start_ts`` too (beside the jobs it is held for already)."""

@@ -7,7 +7,9 @@ Idle burst nodes take queued single-node jobs that fit, except jobs waiting for 
 (those are allocated to them); an exclusive node (``Launch.exclusive``) takes only its own job or
 one the controller holds it for (``hold``). Preemption loses the work since the last
 periodic checkpoint; a requested checkpoint saves everything done up to the request (one that
-cordons its node: no new job starts there from the request on). A stopped job
+cordons its node: no new job starts there from the request on). A job restarted with work saved
+spends its first ``restart_s`` reloading it (no progress: lost work, like the cost model's restart
+overhead). A stopped job
 goes back in the queue at its submission-time place or at the back (``requeue``); a ranked queue
 (``ranker``) is served by priority, then start-by (``providers.sim.queue``). Which queued jobs
 start where is chosen in ``providers.sim.starts``; this module keeps runs, holds, stops and events.
@@ -39,23 +41,24 @@ class _Run:
     onprem_slots: tuple[tuple[int, int], ...]  # (node index, gpus)
     checkpoint_at: datetime | None = None  # a requested checkpoint's instant
     checkpoint_done: bool = False
-    ends_ts: float = 0.0  # expected end (POSIX): start + remaining work at start
+    ends_ts: float = 0.0  # expected end (POSIX): start + a restart's reload + remaining work at start
     placement: Placement | None = None  # the last one handed out, reused while market and price hold
 
 
 class SimPool:
     def __init__(self, events: EventQueue, *, nodes: int, gpus_per_node: int, gpu_model: str,
                  checkpoint_s: float = 60.0, backfill_depth: int = 256, requeue: Requeue = Requeue.SUBMISSION,
-                 runtimes: Mapping[str, float] | None = None,
+                 restart_s: float = 0.0, runtimes: Mapping[str, float] | None = None,
                  ranker: Callable[[Demand], datetime] | None = None,
                  history: Sequence[tuple[float, str]] = ()) -> None:
         """``runtimes``: how long jobs really run, by id, where that differs from their estimate
         (``Demand.est_runtime_s``, what the controller and the pool's backfill see). ``ranker``: the
         start-by rule of a ranked queue (None: FIFO). ``history``: (true / estimated runtime, team) of
-        jobs that finished before the simulation starts (``runtime_ratios`` begins with them)."""
+        jobs that finished before the simulation starts (``runtime_ratios`` begins with them).
+        ``restart_s``: how long a job restarted with work saved reloads it before it makes progress."""
         self.events = events
         self.gpu_model = gpu_model
-        self.onprem = OnPremNodes(nodes, gpus_per_node, gpu_model)
+        self.onprem = OnPremNodes(nodes, gpus_per_node, gpu_model, restart_s=restart_s)
         self.checkpoint_s = checkpoint_s
         self.backfill_depth = backfill_depth
         self.queue = PoolQueue(requeue, ranker)
@@ -219,7 +222,8 @@ class SimPool:
             self.burst[node_id].job_id = job.job_id
         self.onprem.take(slots)
         node_ids = burst_ids or tuple(self.onprem.node_id(i) for i, _ in slots)
-        run = _Run(job, node_ids, now, bool(burst_ids), slots, ends_ts=now.timestamp() + job.remaining_s)
+        run = _Run(job, node_ids, now, bool(burst_ids), slots,
+                   ends_ts=now.timestamp() + self.onprem.run_s(job))
         self.runs[job.job_id] = run
         if slots:
             bisect.insort(self._ends, (run.ends_ts, job.gpus, slots))
@@ -237,7 +241,7 @@ class SimPool:
         self._release(run)
         if self.onprem.held:
             self.onprem.release(job_id)
-        self.metrics.finished(run.job, now)
+        self.metrics.finished(run.job, now, lost_s=self._reload_s(run.job))
         self.truth.finished(run.job)
         self.schedule(now)
 
@@ -254,7 +258,8 @@ class SimPool:
             interval = max(run.job.checkpoint_interval_s, 1.0)
             saved = run.job.done_s + math.floor(ran / interval) * interval
         self._release(run)
-        self.metrics.stopped(run.job, lost_s=done - saved, preempted=preempted)
+        reloading_s = min((now - run.started_at).total_seconds(), self._reload_s(run.job))
+        self.metrics.stopped(run.job, lost_s=done - saved + reloading_s, preempted=preempted)
         again = replace(run.job, done_s=min(saved, self.truth.of(run.job)), attempt=run.job.attempt + 1,
                         queued_at=now, reached_s=max(run.job.reached_s, done))
         self.queue.put_back(again)
@@ -282,10 +287,17 @@ class SimPool:
 
     # --- helpers -------------------------------------------------------------------------------
     def _done_s(self, run: _Run, at: datetime) -> float:
-        return min(run.job.done_s + (at - run.started_at).total_seconds(), self.truth.of(run.job))
+        working_s = max((at - run.started_at).total_seconds() - self._reload_s(run.job), 0.0)
+        return min(run.job.done_s + working_s, self.truth.of(run.job))
 
     def _left_s(self, job: Demand) -> float:
-        return max(self.truth.of(job) - job.done_s, 0.0)
+        """How long a run of ``job`` started now lasts: its reload, then the work not saved."""
+        return max(self.truth.of(job) - job.done_s, 0.0) + self._reload_s(job)
+
+    def _reload_s(self, job: Demand) -> float:
+        """How long a run of ``job`` reloads its saved work before it works on (none saved, or none
+        left to do: none)."""
+        return self.onprem.restart_s if 0 < job.done_s < self.truth.of(job) else 0.0
 
     def _busy_onprem(self) -> int:
         return self.onprem.capacity - self.onprem.free_total
@@ -296,12 +308,13 @@ class SimPool:
             return p  # reserved, no cloud price: fixed until a preemption (which drops it)
         if not run.on_cloud and run.checkpoint_at is not None:
             p = run.placement = Placement(run.job, run.node_ids, run.started_at, False, Market.RESERVED, 0.0,
-                                          stopping_at=self._stop_at(run))
+                                          stopping_at=self._stop_at(run), reload_s=self._reload_s(run.job))
             return p
         market, price = self._market(run), self._price(run)
         if p is None or p.market is not market or p.price_per_hour_usd != price \
                 or type(p.price_per_hour_usd) is not type(price):
-            p = run.placement = Placement(run.job, run.node_ids, run.started_at, run.on_cloud, market, price)
+            p = run.placement = Placement(run.job, run.node_ids, run.started_at, run.on_cloud, market, price,
+                                          reload_s=self._reload_s(run.job))
         return p
 
     def _market(self, run: _Run) -> Market:

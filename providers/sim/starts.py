@@ -90,7 +90,7 @@ def start_on_reserved(pending: Callable[[], Sequence[Demand]], onprem: OnPremNod
             if head is None and onprem.can_ever_fit(job):  # (one that never can reserves nothing)
                 head = _reserve(job, onprem, ends)
             continue
-        if head is not None and now_ts + job.remaining_s > head.at:  # would still run when the head starts:
+        if head is not None and now_ts + onprem.run_s(job) > head.at:  # would still run when the head starts:
             slots = onprem.fit(job, now_ts, avoid=head.avoid(job))  # only where it leaves the head room
             if slots is None:
                 continue

@@ -20,14 +20,15 @@ class SimWorld:
     def __init__(self, *, clock: FakeClock, jobs: Sequence[Demand], offerings: Sequence[Offering],
                  providers: Sequence[str], pool_nodes: int, gpus_per_node: int, gpu_model: str,
                  series: Sequence[SpotSeries] = (), seed: int = 0, checkpoint_s: float = 60.0,
-                 requeue: Requeue = Requeue.SUBMISSION, runtimes: Mapping[str, float] | None = None,
+                 requeue: Requeue = Requeue.SUBMISSION, restart_s: float = 0.0,
+                 runtimes: Mapping[str, float] | None = None,
                  ranker: Callable[[Demand], datetime] | None = None,
                  history: Sequence[tuple[float, str]] = (), signals: SimSignals | None = None) -> None:
         self.clock = clock
         self.start = clock.now()
         self.pool = SimPool(EventQueue(), nodes=pool_nodes, gpus_per_node=gpus_per_node,
-                            gpu_model=gpu_model, checkpoint_s=checkpoint_s, requeue=requeue, runtimes=runtimes,
-                            ranker=ranker, history=history)
+                            gpu_model=gpu_model, checkpoint_s=checkpoint_s, requeue=requeue, restart_s=restart_s,
+                            runtimes=runtimes, ranker=ranker, history=history)
         self.events = self.pool.events
         self.events.before = self.pool.metrics.advance
         self.clouds = {name: SimCloudProvider(name, offerings, events=self.events, pool=self.pool,

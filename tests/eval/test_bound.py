@@ -241,9 +241,9 @@ def _simulate(trace: Trace, policy: str, pool_nodes: int, prices: Path,
     finished: dict[str, float] = {}
     record = metrics.finished
 
-    def spy(job: Demand, now: object) -> None:  # observe finishes, keep the real bookkeeping
+    def spy(job: Demand, now: object, **kw: float) -> None:  # observe finishes, keep the real bookkeeping
         finished[job.job_id] = (now - START).total_seconds()  # type: ignore[operator]
-        record(job, now)
+        record(job, now, **kw)
 
     metrics.finished = spy
     run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end)

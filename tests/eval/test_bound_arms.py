@@ -31,18 +31,20 @@ def _world(folder: Path, spot_price: float, data: list[int]) -> tuple[Path, Path
 
 
 def _simulate(jobs: list[Demand], prices: Path, spot: Path, *, pool_nodes: int, gpus_per_node: int,
-              policy: str = "burster") -> tuple[float, dict[str, float], object]:
-    """Billed $ of one run, when each job finished (s from the start), and the pool's metrics."""
-    config = parse_config({"pool": {"nodes": pool_nodes, "gpus_per_node": gpus_per_node, "gpu_model": "V100"}})
+              policy: str = "burster", restart_s: float = 300.0) -> tuple[float, dict[str, float], object]:
+    """Billed $ of one run, when each job finished (s from the start), and the pool's metrics;
+    ``restart_s``: ``cost.restart_overhead_s`` (a restarted run reloads that long)."""
+    config = parse_config({"pool": {"nodes": pool_nodes, "gpus_per_node": gpus_per_node, "gpu_model": "V100"},
+                           "cost": {"restart_overhead_s": restart_s}})
     sim = build_simulation(config, Trace("t", "test", tuple(jobs)), policy=policy, seed=0, prices=prices,
                            spot_dir=spot, providers=("aws",))
     metrics = sim.world.pool.metrics  # type: ignore[attr-defined]
     finished: dict[str, float] = {}
     record = metrics.finished
 
-    def spy(j: Demand, now: object) -> None:
+    def spy(j: Demand, now: object, **kw: float) -> None:
         finished[j.job_id] = (now - START).total_seconds()  # type: ignore[operator]
-        record(j, now)
+        record(j, now, **kw)
 
     metrics.finished = spy
     run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end)
@@ -51,7 +53,7 @@ def _simulate(jobs: list[Demand], prices: Path, spot: Path, *, pool_nodes: int, 
 
 
 def test_an_arm_that_preempted_is_held_to_the_bound_with_that_many_split_runs(tmp_path: Path) -> None:
-    """A 1-GPU pool: a 4 h job, a strict 20 min job at 30 min with 5 min of slack, a 1 h job at 250 min.
+    """A 1-GPU pool: a 4 h job, a strict 20 min job at 30 min with 5 min of slack, a 1 h job at 255 min.
     Burster preempts the first for the second and pays $0 within every budget; the reserved-run bound
     (no job ever stopped on-prem) says $0.30, the bound with one split run says $0."""
     prices, spot = _world(tmp_path, 0.9, [1])
@@ -59,7 +61,7 @@ def test_an_arm_that_preempted_is_held_to_the_bound_with_that_many_split_runs(tm
     jobs = [job("a", 0, 1, 4 * 3600.0),
             Demand("u", 1, u_at, 1200.0, gpu_model="V100", job_class=JobClass.STRICT,
                    deadline=u_at + timedelta(minutes=25)),
-            job("c", 250 * 60, 1, 3600.0)]
+            job("c", 255 * 60, 1, 3600.0)]  # the first ends at 266 min (its restart reloads 5 min): c waits 11
     usd, finished, metrics = _simulate(jobs, prices, spot, pool_nodes=1, gpus_per_node=1)
     assert usd == 0.0 and metrics.onprem_preemptions == 1  # type: ignore[attr-defined]
     waits = {d.job_id: finished[d.job_id] - (d.submitted_at - START).total_seconds() - d.est_runtime_s
@@ -87,10 +89,11 @@ def test_one_split_run_by_hand() -> None:
 
 def test_aws_spot_taken_back_in_its_first_hour_is_counted_at_list_price(tmp_path: Path) -> None:
     """Spot drops at 50 min: EC2 takes the node back at 52 min, unbilled. The simulator counts what
-    it would have cost (price x run) as waived; billed plus waived is above the bound, billed alone not."""
+    it would have cost (price x run) as waived; billed plus waived is above the bound, billed alone not
+    (the job's restart reloads in no time here: with 5 min of reload its second run alone is above it)."""
     prices, spot = _world(tmp_path, 0.9, [1, 1, 1, 1, 1, 0])
     jobs = [job("j", 0, 2, 50 * 60.0)]
-    usd, finished, metrics = _simulate(jobs, prices, spot, pool_nodes=0, gpus_per_node=2)
+    usd, finished, metrics = _simulate(jobs, prices, spot, pool_nodes=0, gpus_per_node=2, restart_s=0.0)
     waived = metrics.waived_usd  # type: ignore[attr-defined]
     assert waived == pytest.approx(2 * 0.9 * (3000 + 120) / 3600)  # two 1-GPU nodes from 0 to the take-back
     inst = instance(jobs, load_catalog(prices, ("aws",)), spot=load_series_path(spot),

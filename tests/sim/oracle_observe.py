@@ -222,6 +222,7 @@ class Observed:
     pool_calls: list[PoolCall] = field(default_factory=list)  # hold, preempt, drain, checkpoint calls
     spends: list[tuple[datetime, Spend]] = field(default_factory=list)  # each pass's Snapshot.spend
     checkpoint_s: float = 60.0  # how long a requested checkpoint takes (``cost.checkpoint_write_s``)
+    restart_s: float = 0.0  # how long a restarted run reloads before it works (``cost.restart_overhead_s``)
     exact_estimates: bool = True  # the controller and the pool saw every job's true runtime
     tick_s: float = TICK_S  # seconds between passes (``controller.tick_s``)
     faulty: dict[str, FaultyCloud] = field(default_factory=dict)  # each cloud's failing API, if its calls failed
@@ -277,7 +278,7 @@ def observe_simulation(config: BursterConfig, trace: Trace, *, seed: int, days: 
     stop = start + ((end - start) // step) * step
     jobs = [j for j in trace.jobs if start <= j.submitted_at < window_end and j.submitted_at <= stop]
     seen = Observed(sim, jobs, start, window_end, stop, {}, book, runs.segments, pool_calls=calls, spends=spends,
-                    checkpoint_s=config.cost.checkpoint_write_s,
+                    checkpoint_s=config.cost.checkpoint_write_s, restart_s=config.cost.restart_overhead_s,
                     exact_estimates=estimate_error == 0 and not trace.estimates, tick_s=tick_s, faulty=faulty,
                     live_seen=live_seen, runs_seen=runs_seen)
 

@@ -164,13 +164,14 @@ def test_a_run_the_pool_started_outlasts_a_pass_only_as_each_terminate_of_its_no
 
 
 def test_the_ledgers_pool_started_runs_are_held_to_the_nodes_as_the_controller_knew_them() -> None:
-    """Seed 1538 (a team's budget $0, a tenth of terminate replies lost): a node the stop terminated,
-    the reply lost, is charged to the pass that found it gone, past the true end; the team's ledger
-    is within its allowance only with that late end (``as_knowable``), and its 25-odd entries each
-    rounded to a micro-dollar."""
-    team = "vc_103959"
-    seen = _run(1538, hours=16.52)
-    b = draw(1538, sorted({j.team for j in TRACE.jobs if j.team})).raw["budget"]
+    """Seed 1826 to its day's end (a team's budget $0, terminate replies lost): a node the stop
+    terminated, the reply lost, is charged to the pass that found it gone, past the true end; the
+    team's ledger is within its allowance only with that late end (``as_knowable``), its entries each
+    rounded to a micro-dollar. (Seed 1538 at 16.52 h showed it until the world charged restarts their
+    reload.)"""
+    team = "vc_11cb48"
+    seen = _run(1826, hours=24.0)
+    b = draw(1826, sorted({j.team for j in TRACE.jobs if j.team})).raw["budget"]
     assert b["team_usd"][team] == 0.0
     assert budget_per_pass(b.get("total_usd"), b["team_usd"], b["period"])(seen, PassReport(seen.stop, Plan())) == []
     ledger = sum(float(e.usd) for e in seen.sim.reconciler.state.ledger if e.team == team)

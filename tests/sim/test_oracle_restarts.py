@@ -60,7 +60,8 @@ def test_a_restart_that_forgets_the_nodes_is_found() -> None:
         def forgetful() -> SqlState:
             state = opens()
             if opened:  # a restart: as if the store had kept no node (they are adopted again, untied to jobs)
-                state.nodes.clear()
+                for kept in (state.nodes, state._live, state._live_by_provider, state._by_request):
+                    kept.clear()  # the records and their indexes alike
             opened.append(state)
             return state  # type: ignore[no-any-return]
         return observe(state=forgetful, **kw)  # type: ignore[no-any-return]
