@@ -278,15 +278,17 @@ class _Backfill:
 def too_tight(p: Placement, now: datetime, cost: CostModel, margin_s: float) -> bool:
     """A deadline job whose slack would fall under the margin if paused for a move. One its estimate
     says is late already may move (with wrong estimates, keeping such jobs on the cloud cost 67 %
-    more: docs/benchmarks-history.md), unless its deadline is nearer than the pause: the move would
-    make it miss for certain, where staying meets it if it ends sooner than believed (an overrun
-    job's end is a belief); once the deadline has passed it may move."""
+    more: docs/benchmarks-history.md), unless its deadline is nearer than the pause (a strict job's:
+    than the pause and the margin): the move would make it miss for certain, or likely, where
+    staying meets it if it ends sooner than believed (an overrun job's end is a belief); once the
+    deadline has passed it may move."""
     job = p.job
     if job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
         return False
     to_deadline = (job.deadline - now).total_seconds()
     left = to_deadline - p.remaining_s(now)
-    return 0 <= left < cost.pause_s + margin_s or 0 < to_deadline <= cost.pause_s
+    near_s = cost.pause_s + (margin_s if job.job_class is JobClass.STRICT else 0.0)
+    return 0 <= left < cost.pause_s + margin_s or 0 < to_deadline <= near_s
 
 
 def leaving_cloud(snapshot: Snapshot) -> list[Demand]:
