@@ -159,6 +159,11 @@ class Demand:
         object.__setattr__(self, "remaining_s", max(self.est_runtime_s - self.done_s, 0.0))
         object.__setattr__(self, "gpus_per_node", -(-self.gpus // self.nodes))
 
+    @property
+    def resumes(self) -> bool:
+        """Whether a run started now resumes saved work (some done, some left): it reloads it first."""
+        return self.done_s > 0 and self.remaining_s > 0
+
     def held_by(self, offerings: Iterable[Offering]) -> bool:
         """Whether nodes of these offerings (one per node) hold all the gang: each member needs
         ceil(its GPUs / the offering's GPUs per node) nodes of one offering (``CostModel.nodes_for``),

@@ -154,13 +154,13 @@ def with_reloads(snapshot: Snapshot, reload_s: float) -> Snapshot:
     """``snapshot`` with each pending job that resumes saved work (some done, some left) taken to run
     ``reload_s`` longer: its restart reloads the checkpoint before it works on (``cost.
     restart_overhead_s``; a running job's ``Placement.reload_s`` says so of its run)."""
-    if reload_s <= 0 or not any(j.done_s > 0 and j.remaining_s > 0 for j in snapshot.pending):
+    if reload_s <= 0 or not any(j.resumes for j in snapshot.pending):
         return snapshot
     last = _RELOADED[0][1] if _RELOADED and _RELOADED[0][0] == reload_s else {}
     memo: dict[int, tuple[Demand, Demand]] = {}  # the same job object gets the same copy at every pass
 
     def reloaded(job: Demand) -> Demand:
-        if job.done_s <= 0 or job.remaining_s <= 0:
+        if not job.resumes:
             return job
         hit = last.get(id(job))
         out = hit[1] if hit is not None and hit[0] is job else job.with_estimate(job.est_runtime_s + reload_s)

@@ -99,8 +99,7 @@ class OnPremNodes:
     def run_s(self, job: Demand) -> float:
         """How long a run of ``job`` started now is expected to hold its GPUs (by its estimate): the
         reload of a restart with work saved and some left, then its work left."""
-        reload_s = self.restart_s if job.done_s > 0 and job.remaining_s > 0 else 0.0
-        return job.remaining_s + reload_s
+        return job.remaining_s + (self.restart_s if job.resumes else 0.0)
 
     def hold(self, i: int, job_id: str, start_ts: float) -> None:
         """Hold node ``i`` for ``job_id`` from ``start_ts`` too (beside the jobs it is held for already)."""
