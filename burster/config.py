@@ -82,7 +82,7 @@ class PolicyConfig(_Section):
     market_quantile: float = Field(default=0.9, ge=0, le=1)
     price_late: bool = True
     correct_estimates: bool = True
-    exclusive_nodes: bool = False
+    exclusive_nodes: bool = True
     risk_switch: bool = True
     standby: bool = False
     standby_window_s: float = Field(default=900.0, ge=60, le=86_400)

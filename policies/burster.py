@@ -43,7 +43,7 @@ class BursterParams:
     # correct every runtime estimate by what finished jobs showed of them (policies/estimates.py)
     correct_estimates: bool = True
     # launch exclusive nodes and hand idle ones to the jobs that burst (policies/standby.py)
-    exclusive_nodes: bool = False
+    exclusive_nodes: bool = True
     # nodes launched ahead of the bursts, to be handed out (policies/standby.py; off by default)
     standby: StandbyParams = field(default_factory=lambda: StandbyParams(enabled=False))
     # move a deadline job off a spot node whose interruption risk costs more than on-demand (policies/deadline.py)

@@ -106,18 +106,18 @@ def test_a_quantile_reaches_the_burst_rule_defaults_as_the_policy_does_and_is_ra
     assert f"policy.{key}" in str(info.value) and why in str(info.value)
 
 
-def test_exclusive_nodes_and_standby_are_off_by_default_reach_the_policy_and_are_range_checked() -> None:
+def test_exclusive_nodes_on_and_standby_off_by_default_reach_the_policy_and_are_range_checked() -> None:
     default = build_policy("burster", parse_config({}), cost_model(parse_config({})))
     assert isinstance(default, BursterPolicy)
-    assert not default.params.exclusive_nodes and not default.params.standby.enabled
-    assert (BursterPolicy().params.exclusive_nodes, BursterPolicy().params.standby.enabled) == (False, False)
+    assert default.params.exclusive_nodes and not default.params.standby.enabled
+    assert (BursterPolicy().params.exclusive_nodes, BursterPolicy().params.standby.enabled) == (True, False)
     assert default.params.risk_switch and BursterPolicy().params.risk_switch
     off = parse_config({"policy": {"risk_switch": False}})
     no_risk = build_policy("burster", off, cost_model(off))
     assert isinstance(no_risk, BursterPolicy) and not no_risk.params.risk_switch
-    cfg = parse_config({"policy": {"exclusive_nodes": True, "standby": True, "standby_window_s": 1800}})
+    cfg = parse_config({"policy": {"exclusive_nodes": False, "standby": True, "standby_window_s": 1800}})
     policy = build_policy("burster", cfg, cost_model(cfg))
-    assert isinstance(policy, BursterPolicy) and policy.params.exclusive_nodes
+    assert isinstance(policy, BursterPolicy) and not policy.params.exclusive_nodes
     assert policy.params.standby.enabled and policy.params.standby.window_s == 1800
     with pytest.raises(ConfigError) as info:
         parse_config({"policy": {"standby_window_s": 30}})

@@ -28,7 +28,8 @@ def test_a_move_in_flight_is_asked_again_at_the_cap_its_own_nodes_fill() -> None
     flying = replace(snapshot(), in_flight=(InFlight(move.request_id, move.offering, move.count, NOW, "cj"),))
     capped = BursterPolicy(COST, BursterParams(burst=PARAMS, guards=GuardParams(max_nodes=2)))
     plan = capped.decide(flying)
-    assert plan.launches == (move,) and plan.refused == () and plan.held_back == ()
+    # the same launch, exclusive as every Burster launch by default (``policy.exclusive_nodes``)
+    assert plan.launches == (replace(move, exclusive=True),) and plan.refused == () and plan.held_back == ()
     room = NodeRoom(flying, 2)
     assert consolidate(flying, COST, PARAMS, room=room) == [move] and room.held == []
     # another move for it (another id) is new: not proposed with no room (nor held back)

@@ -112,4 +112,5 @@ def test_the_move_kept_is_asked_again_at_the_cap_its_own_nodes_fill() -> None:
     flying = replace(s, offerings=(*s.offerings, SPOT_CHEAPER), in_flight=(_flying(s, sent),))
     capped = BursterPolicy(tc.COST, BursterParams(burst=tc.PARAMS, guards=GuardParams(max_nodes=2)))
     plan = capped.decide(flying)
-    assert plan.launches == (sent,) and plan.refused == () and plan.held_back == ()
+    # the same launch, exclusive as every Burster launch by default (``policy.exclusive_nodes``)
+    assert plan.launches == (replace(sent, exclusive=True),) and plan.refused == () and plan.held_back == ()

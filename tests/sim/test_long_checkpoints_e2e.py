@@ -25,14 +25,15 @@ def test_ten_minute_checkpoint_writes_never_time_out() -> None:
         timed_out.extend(n for n in report.notes if "timed out" in n)
 
     run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end, on_pass=on_pass)
-    assert len([r for r in checkpoints if "move job" in r]) > 50  # the run does exercise moves back (88)
+    assert len([r for r in checkpoints if "move job" in r]) > 50  # the run does exercise moves back (71)
     assert timed_out == []
 
 
 def test_a_budget_stop_waits_for_a_ten_minute_write_and_still_keeps_the_budget() -> None:
-    """The budget guard's stop used to give a checkpoint 60 s whatever the write took."""
+    """The budget guard's stop used to give a checkpoint 60 s whatever the write took. (At $15 the
+    run reaches its budget with nodes exclusive or not; at $25 exclusive nodes spent $22.68.)"""
     config = parse_config({"pool": {"nodes": 18}, "cost": {"checkpoint_write_s": 600},
-                           "budget": {"total_usd": 25.0}})
+                           "budget": {"total_usd": 15.0}})
     sim = build_simulation(config, load_trace(DEMO_TRACE, "philly"), policy="burster", seed=0, days=2.0)
     stops: list[str] = []
     timed_out: list[str] = []
@@ -43,4 +44,4 @@ def test_a_budget_stop_waits_for_a_ten_minute_write_and_still_keeps_the_budget()
 
     run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end, on_pass=on_pass)
     assert stops and timed_out == []
-    assert 0 < sum(float(e.usd) for e in sim.reconciler.state.ledger) <= 25.0
+    assert 0 < sum(float(e.usd) for e in sim.reconciler.state.ledger) <= 15.0

@@ -91,7 +91,7 @@ def test_runs_the_pool_starts_for_a_team_at_its_budget_end_within_a_pass() -> No
     past its budget a team runs only such starts, each ended within a pass."""
     teams = {"vc_0e4a51": 2.0, "vc_2869ce": 2.0, "vc_11cb48": 10.0}
     raw = {"pool": {"nodes": 8, "requeue": "back"}, "cost": {"launch_latency_sigma": 0.0, "checkpoint_write_s": 300},
-           "policy": {"hold_nodes": False, "preempt_onprem": False, "idle_ttl_s": 60},
+           "policy": {"hold_nodes": False, "preempt_onprem": False, "idle_ttl_s": 60, "exclusive_nodes": False},
            "budget": {"period": "day", "team_usd": teams}}
     seen = observe_simulation(parse_config(raw), DEMO, seed=26, days=1.0, start_day=3.0, hours=24.0,
                               per_pass=budget_per_pass(None, teams, "day"))

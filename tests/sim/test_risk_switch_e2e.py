@@ -7,6 +7,8 @@ arrives and the pool starts it on an idle spot node at once. An interruption bef
 periodic checkpoint would lose more work than its slack, and the pool is interrupted at 0.5 per hour:
 the expected miss costs more than on-demand, so it moves there, and the spot pool's drop at 40 min
 finds it gone. Without the rule it is on spot when the drop comes, loses 26 minutes and misses.
+The nodes are shared (``exclusive_nodes`` off): an exclusive idle node waits for the policy, which
+hands a deadline job only a spot pool its rework limit allows (tests/sim/test_deadline_switch_e2e.py).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def simulate(params: BursterParams) -> tuple[SimWorld, Reconciler, list[str]]:
 
 
 def test_a_strict_job_on_a_risky_idle_spot_node_moves_to_on_demand_and_meets_its_deadline() -> None:
-    world, rec, decisions = simulate(BursterParams())
+    world, rec, decisions = simulate(BursterParams(exclusive_nodes=False))
     m = world.pool.metrics
     assert m.finished_jobs == 3 and m.hard_deadline_misses == 0 and m.preemptions == 0
     risky = [d for d in decisions if "job dl on spot azure/eastus/Standard_NC6s_v3/spot risks its deadline" in d]
@@ -41,7 +43,7 @@ def test_a_strict_job_on_a_risky_idle_spot_node_moves_to_on_demand_and_meets_its
 
 
 def test_without_the_rule_the_interruption_costs_it_its_deadline() -> None:
-    world, _, decisions = simulate(BursterParams(risk_switch=False))
+    world, _, decisions = simulate(BursterParams(risk_switch=False, exclusive_nodes=False))
     m = world.pool.metrics
     assert m.finished_jobs == 3 and m.preemptions == 1 and m.hard_deadline_misses == 1
     assert not any("risks its deadline" in d for d in decisions)

@@ -15,7 +15,7 @@ from burster.model import Demand, Market, Offering, Signal
 from burster.reconciler import PassReport, Reconciler
 from burster.signalfile import AnnouncedSignal
 from burster.sim.engine import run
-from policies.burster import BursterPolicy
+from policies.burster import BursterParams, BursterPolicy
 from policies.cost import CostModel
 from policies.standby import prewarm_opens
 from providers.sim.signals import SimSignals
@@ -34,7 +34,10 @@ def simulate(announced: tuple[AnnouncedSignal, ...], *, skip: bool = True) -> tu
     signals = SimSignals(announced) if announced else None
     world = SimWorld(clock=clock, jobs=JOBS, offerings=[X8], providers=["aws"], pool_nodes=1, gpus_per_node=8,
                      gpu_model="V100", signals=signals)
-    rec = Reconciler(providers=world.clouds, pool=world.pool, policy=BursterPolicy(), clock=clock,
+    # nodes the pool gives any queued job: with exclusive ones (the default) the sprint job that
+    # defers to its wait budget (it is first for the reserved node) lets its warm node go at its TTL
+    policy = BursterPolicy(params=BursterParams(exclusive_nodes=False))
+    rec = Reconciler(providers=world.clouds, pool=world.pool, policy=policy, clock=clock,
                      signals=[signals] if signals else ())
     decisions: list[str] = []
 

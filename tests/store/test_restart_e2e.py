@@ -54,8 +54,8 @@ def test_a_controller_restarted_from_the_store_decides_as_one_that_never_stopped
     start = sim.clock.now()
     seen_live = 0
     seen_tickets = 0
-    # just after passes that left checkpoints in flight (1 at 59,520 s, 9 at 72,900 s), and two more
-    restarts = [start + timedelta(seconds=s) for s in (59_521, 72_901, 25 * 3600 + 5, 32 * 3600 + 5)]
+    # just after passes that left checkpoints in flight (8 at 72,900 s, 15 at 73,500 s), and two more
+    restarts = [start + timedelta(seconds=s) for s in (72_901, 73_501, 25 * 3600 + 5, 32 * 3600 + 5)]
     for restart_at in (*restarts, sim.end):
         run(sim.world, rec, sim.clock, tick_s=10.0, end=restart_at, on_pass=on_pass, last=restart_at == sim.end)
         if restart_at == sim.end:
