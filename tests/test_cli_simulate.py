@@ -115,6 +115,9 @@ def test_estimates_that_run_long_are_learned_and_a_bad_bias_names_its_range(
         == (1.0, 0.5, None)
     assert abs(learned["cloud_usd"] - exact["cloud_usd"]) < 0.10 * exact["cloud_usd"]
     assert learned["cloud_usd"] < 0.5 * trusting["cloud_usd"]
+    assert main([*argv[:-2], "--estimate-bias", "2"]) == 0  # the default, exclusive nodes, learns alike
+    by_default = json.loads(capsys.readouterr().out)
+    assert by_default["estimate_correction"] == 0.5 and by_default["cloud_usd"] < 0.5 * trusting["cloud_usd"]
     assert main(["simulate", "--demo", "--days", "0.1", "--estimate-bias", "50"]) == 2
     assert "estimate bias must be a factor in [0.05, 20]" in capsys.readouterr().err
 
