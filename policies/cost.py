@@ -179,8 +179,11 @@ class CostModel:
         An interruption costs a changeover (restart + relaunch) plus the checkpoint written on notice,
         or where the notice is too short for one the work since the job's last periodic checkpoint;
         it causes a miss when that exceeds the slack. Over the run, the job is exposed wherever its
-        loss would be above the slack; P(miss) = 1 - exp(-gang rate x exposed hours) (first
-        interruption only). 0 for on-demand or jobs without a hard/soft deadline.
+        loss would be above the slack; P(miss) = 1 - exp(-gang rate x exposed hours) for the first
+        interruption. Where the slack covers one interruption's average loss (changeover plus the write
+        on notice or half an interval), several may still outlast it: P(miss) is at least the chance of
+        more than slack / loss of them over the run (Poisson at the gang rate). 0 for on-demand or jobs
+        without a hard/soft deadline.
         """
         if job.deadline is None or job.job_class is JobClass.BEST_EFFORT or offering.market is not Market.SPOT:
             return 0.0
@@ -192,6 +195,10 @@ class CostModel:
             exposed = exposed_s(work, job.checkpoint_interval_s, room)
         rate = self.nodes_for(job, offering) * self.interruption_rate(offering)
         p_miss = 1.0 - math.exp(-rate * exposed / 3600.0)
+        loss_s = self.p.restart_overhead_s + self.p.launch_latency_s \
+            + self.notice_loss_s(offering, job.checkpoint_interval_s)
+        if loss_s > 0 and slack_s >= loss_s:
+            p_miss = max(p_miss, poisson_tail(rate * work / 3600.0, int(slack_s // loss_s) + 1))
         return p_miss * self.miss_usd(job)
 
     def boot_miss_usd(self, job: Demand, now: datetime) -> float:
@@ -232,6 +239,20 @@ class CostModel:
     def idle_cost_usd(self, offering: Offering, idle_s: float) -> float:
         """$ of keeping one node of ``offering`` idle for ``idle_s`` seconds."""
         return offering.price_per_hour_usd * idle_s / 3600.0
+
+
+def poisson_tail(mean: float, k: int) -> float:
+    """P(N >= k) for N ~ Poisson(``mean``); 0 where that is below 1e-6 (and wherever k > 3 mean + 10)."""
+    if k <= 0:
+        return 1.0
+    if mean <= 0.0 or k > 3.0 * mean + 10.0:
+        return 0.0
+    term = total = math.exp(-mean)
+    for i in range(1, k):
+        term *= mean / i
+        total += term
+    tail = 1.0 - total
+    return tail if tail > 1e-6 else 0.0
 
 
 def exposed_s(run_s: float, checkpoint_interval_s: float, room_s: float) -> float:

@@ -55,7 +55,7 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
 
     ``price_risk``: also switch a job that is not behind but whose spot run risks its deadline more
     than moving costs: its expected miss $ there (``CostModel.deadline_risk_usd``: an interruption
-    that loses more unsaved work than its slack) above the extra $ of running on on-demand after a
+    that loses more unsaved work than its slack, or several whose average losses add up to more) above the extra $ of running on on-demand after a
     changeover, both priced on the placement's whole run (so the answer does not change while it
     runs). The burst rule never launches such a run, but the pool may start a deadline job on an
     idle spot node by itself; such a switch needs an on-demand offering (no requeue)."""
@@ -149,9 +149,8 @@ def _risk_reason(job: Demand, spot: Offering, target: Offering, slack_s: float, 
     extra = cost.job_cost_usd(job, target, work_s=job.remaining_s + changeover_s) - cost.job_cost_usd(job, spot)
     if risk <= extra:
         return None
-    return (f"job {job.job_id} on spot {spot.key} risks its deadline: an interruption there would lose more "
-            f"unsaved work than its {slack_s:.0f}s slack (expected miss ${risk:.2f} > ${extra:.2f} "
-            f"to move to on-demand)")
+    return (f"job {job.job_id} on spot {spot.key} risks its deadline: interruptions there could cost more "
+            f"than its {slack_s:.0f}s slack (expected miss ${risk:.2f} > ${extra:.2f} to move to on-demand)")
 
 
 def _spot_of(snapshot: Snapshot, p: Placement) -> Offering | None:

@@ -156,8 +156,8 @@ def test_a_deadline_jobs_move_is_weighed_afresh_as_its_work_gets_done() -> None:
     def at(t: datetime) -> Snapshot:
         return Snapshot(t, (), (place,), (PoolNode("onprem-0", "V100", 8, 0),), (node,), offerings)
 
-    def policy() -> BursterPolicy:
-        return BursterPolicy(CostModel(CostParams(interruption_rates={spot.key: 0.5})),
+    def policy() -> BursterPolicy:  # a $50 miss: the later move's three-interruption risk (10 %) stays under its saving
+        return BursterPolicy(CostModel(CostParams(interruption_rates={spot.key: 0.5}, deadline_miss_usd=50.0)),
                              BursterParams(burst=BurstParams(prewarm=False)))
     early, late = at(t0), at(t0 + timedelta(seconds=12_000))
     seen = policy()
@@ -173,7 +173,9 @@ def test_an_empty_plan_wakes_when_a_spot_pool_comes_within_a_deadline_jobs_rewor
     The empty plan's quiet_until names that instant (the simulator skipped the move by hours)."""
     spot = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.SPOT, 0.9)
     od = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
-    cost = CostModel(CostParams(interruption_rates={spot.key: 5 / 3}))  # rework 5/3 x (300 + 60) s / 3600 s = 1/6
+    # rework 5/3 x (300 + 60) s / 3600 s = 1/6; a $5 miss: the risk of the five interruptions that would
+    # outlast the slack (24 % at 7,190 s left) stays under the move's saving
+    cost = CostModel(CostParams(interruption_rates={spot.key: 5 / 3}, deadline_miss_usd=5.0))
     left_s = 3 * 3600.0
     job = Demand("dl", 1, NOW - timedelta(minutes=10), left_s, gpu_model="V100", job_class=JobClass.STRICT,
                  deadline=NOW + timedelta(seconds=left_s + 2760))  # room 1,200 s: qualifies at 7,200 s left

@@ -10,7 +10,7 @@ import pytest
 
 from burster.billing import BILLING
 from burster.model import Demand, JobClass, Market, Offering
-from policies.cost import CostModel, CostParams, amortized_usd_per_gpu_hour, exposed_s
+from policies.cost import CostModel, CostParams, amortized_usd_per_gpu_hour, exposed_s, poisson_tail
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 # GCP: its 30 s preemption notice is too short to write a checkpoint, so interruptions lose work
@@ -116,14 +116,36 @@ def test_a_notice_long_enough_for_the_checkpoint_handshake_loses_only_the_write_
     assert cost.rework_fraction(aws_spot, 1800) == pytest.approx(0.2 * (300 + 60) / 3600)
     slow = CostModel(CostParams(spot_interruptions_per_hour=0.2, restart_overhead_s=300, checkpoint_write_s=150))
     assert cost.rework_fraction(SPOT, 1800) == slow.rework_fraction(aws_spot, 1800) == pytest.approx(0.2 / 3)
-    # deadline risk: no exposure while the slack covers a changeover, the whole run once it does not
+    # deadline risk: while the slack covers one changeover only a second interruption misses (P(N >= 2)
+    # over the hour's 0.2 expected), once it does not the first does
     job = Demand("j", 8, NOW, 3_600, gpu_model="V100", job_class=JobClass.STRICT,
                  deadline=NOW + timedelta(seconds=5_000))
-    assert cost.deadline_risk_usd(job, aws_spot, 1_000) == 0.0
+    two = 500 * (1 - math.exp(-0.2) * 1.2)
+    assert cost.deadline_risk_usd(job, aws_spot, 1_000) == pytest.approx(two)
     assert cost.deadline_risk_usd(job, aws_spot, 400) == pytest.approx(500 * (1 - math.exp(-0.2)))
     # 300 s restart + 180 s boot + the 60 s write on notice: 540 s of slack is just enough, 530 s is not
-    assert cost.deadline_risk_usd(job, aws_spot, 540) == 0.0
+    assert cost.deadline_risk_usd(job, aws_spot, 540) == pytest.approx(two)
     assert cost.deadline_risk_usd(job, aws_spot, 530) == pytest.approx(500 * (1 - math.exp(-0.2)))
+    assert cost.deadline_risk_usd(job, aws_spot, 1_080) == pytest.approx(500 * (1 - math.exp(-0.2) * 1.22))
+
+
+def test_deadline_risk_counts_several_interruptions_that_together_outlast_the_slack() -> None:
+    """Azure (30 s notice: half a 1800 s interval lost) at 0.5/h: an interruption costs 300 s restart +
+    180 s boot + 900 s = 1380 s on average. A 4 h run with 3000 s of slack is never exposed to one
+    (room 2520 s > the 1800 s interval), but three (N ~ Poisson(2)) outlast it."""
+    cost = CostModel(CostParams(spot_interruptions_per_hour=0.5, restart_overhead_s=300, launch_latency_s=180,
+                                deadline_miss_usd=500.0))
+    azure = Offering("azure", "eastus", "eastus", "Standard_NC6s_v3", "V100", 1, Market.SPOT, 0.40)
+    job = Demand("j", 1, NOW, 14_400, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(hours=6), checkpoint_interval_s=1_800)
+    assert exposed_s(14_400, 1_800, 3_000 - 480) == 0
+    assert cost.deadline_risk_usd(job, azure, 3_000) == pytest.approx(500 * (1 - 5 * math.exp(-2)))
+    assert cost.deadline_risk_usd(job, azure, 4_140) == pytest.approx(500 * (1 - 19 / 3 * math.exp(-2)))
+    assert cost.deadline_risk_usd(job, azure, 4_140, work_s=3_600) == \
+        pytest.approx(500 * (1 - math.exp(-0.5) * (1 + 0.5 + 0.125 + 0.5 ** 3 / 6)))
+    assert cost.deadline_risk_usd(job, azure, 20 * 3_600) == 0.0  # 53 of them: nothing to price
+    assert poisson_tail(2.0, 0) == 1.0 and poisson_tail(0.0, 1) == 0.0
+    assert poisson_tail(2.0, 1) == pytest.approx(1 - math.exp(-2))
 
 
 def test_a_forecast_bill_prices_the_rounding_at_its_mean() -> None:

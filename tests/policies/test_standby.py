@@ -112,11 +112,12 @@ def test_a_deadline_job_leaves_an_idle_node_in_a_riskier_spot_pool_alone() -> No
 
 
 def test_a_deadline_job_taken_to_run_long_judges_an_idle_node_as_its_launch_was_chosen() -> None:
-    """With recent jobs running 1.5x their estimates, the launch is chosen as if this one did
+    """With recent jobs running 4x their estimates, the launch is chosen as if this one did
     (``BurstParams.market_quantile``); an idle node in a pool that is safe only for the estimate's
     run must be judged the same way, not on the estimate."""
-    # 4200 s of slack on the estimate: an hour of unsaved work and a restart fit it; 1.5x the run leaves 2400 s
-    _, node, s = risky_world(4_200.0, ratios=(1.5,) * 30)
+    # 13,000 s of slack on the estimate: five interruptions (each an hour of unsaved work, a restart and a
+    # boot) fit it; 4x the run leaves 2,200 s, under the risky pool's expected rework of 4,560 s
+    _, node, s = risky_world(13_000.0, ratios=(4.0,) * 30)
     for quantile, taken in ((0.0, True), (0.9, False)):
         sb = Standby(free=[node])
         launches = burst(s, RISKY_COST, replace(BURST, market_quantile=quantile), standby=sb)
