@@ -55,10 +55,11 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
 
     ``price_risk``: also switch a job that is not behind but whose spot run risks its deadline more
     than moving costs: its expected miss $ there (``CostModel.deadline_risk_usd``: an interruption
-    that loses more unsaved work than its slack, or several whose average losses add up to more) above the extra $ of running on on-demand after a
-    changeover, both priced on the placement's whole run (so the answer does not change while it
-    runs). The burst rule never launches such a run, but the pool may start a deadline job on an
-    idle spot node by itself; such a switch needs an on-demand offering (no requeue)."""
+    that loses more unsaved work than its slack, or several whose average losses add up to more)
+    above the extra $ of running on on-demand after a changeover, both priced on the placement's
+    whole run (so the answer does not change while it runs). The burst rule never launches such a
+    run, but the pool may start a deadline job on an idle spot node by itself; such a switch needs
+    an on-demand offering (no requeue)."""
     noticed = {i.node_id for i in snapshot.interruptions}
     noticed |= {n.node_id for n in snapshot.cloud_nodes if n.state is not NodeState.READY}
     changeover = cost.pause_s  # the job runs while its nodes boot
