@@ -27,6 +27,7 @@ from burster.model import Demand, JobClass, Node, Offering, Placement, PoolNode,
 from burster.plan import Action, Checkpoint, Hold, Terminate, request_id
 from policies.cost import BILLING, DEFAULT_BILLING, CostModel
 from policies.deadline import UP, launched_for_running
+from policies.late import late_move_miss_usd
 from policies.queue import ReservedQueue
 
 
@@ -146,7 +147,8 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
     checkpoint). Moving into GPUs owed to others would strand it on-prem and burst it again, unless
     the pool's EASY backfill would start it anyway (``_Backfill``). The job must also fit the nodes
     as they are: each gang member on one node with enough free GPUs. A deadline job moves only if
-    its slack keeps ``margin_s`` after the pause (checkpoint write and restart). ``room``: the
+    its slack keeps ``margin_s`` after the pause (checkpoint write and restart), or, late by its
+    estimate, if the move saves more than the misses the pause adds by the runtime ratios' spread. ``room``: the
     nodes' free GPUs (``reserved_room``, less nodes held in this pass); the moves take from it.
     A job on a protected node stays (``movable_cloud``).
     """
@@ -172,7 +174,7 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
         if too_tight(p, snapshot.now, cost, margin_s):
             continue
         saved = move_saving_usd(p, cost, snapshot.now)
-        if saved <= 0:
+        if saved <= 0 or saved <= late_move_miss_usd(p, snapshot.now, cost.pause_s, snapshot.runtime_ratios, cost):
             continue
         slots = nodes.fit(p.job.nodes, p.job.gpus_per_node, model)
         if slots is None:
@@ -281,7 +283,8 @@ def too_tight(p: Placement, now: datetime, cost: CostModel, margin_s: float) -> 
     more: docs/benchmarks-history.md), unless its deadline is nearer than the pause (a strict job's:
     than the pause and the margin): the move would make it miss for certain, or likely, where
     staying meets it if it ends sooner than believed (an overrun job's end is a belief); once the
-    deadline has passed it may move."""
+    deadline has passed it may move. A late one that may move still must save more than the misses
+    its pause adds (``move_back``, ``policies.late.late_move_miss_usd``)."""
     job = p.job
     if job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
         return False
