@@ -222,7 +222,12 @@ def _may_take(job: Demand, chosen: Offering, now: datetime, cost: CostModel,
     market and, for a deadline job on spot, a pool its rework limit allows (any node, if a launch
     would come too late for its deadline and starting now would not), and a run there costing,
     deadline risk included, no more than ``chosen``'s plus the boot's wait it saves. The job is
-    taken to run ``long`` times its estimate, as when ``chosen`` was chosen (``choose``)."""
+    taken to run ``long`` times its estimate, as when ``chosen`` was chosen (``choose``). A late
+    job takes no spot node the deadline switch would move it off at once (by its estimate, its
+    slack there under a changeover and the margin, but not under the changeover alone:
+    ``deadline.switch_behind_schedule``): the move's pause would cost more than the boot saved."""
+    on_node_s = slack_s(job, now, cost) + cost.p.launch_latency_s  # by its estimate, started now
+    switched = job.remaining_s > cost.pause_s and cost.pause_s <= on_node_s < cost.pause_s + params.deadline_margin_s
     job = taken_long(job, long)
     limit = spot_rework_limit(job, now, cost, params)
     slack = slack_s(job, now, cost)
@@ -239,6 +244,8 @@ def _may_take(job: Demand, chosen: Offering, now: datetime, cost: CostModel,
         if not late and (o.market is not chosen.market or (
                 o.market is Market.SPOT and limit != math.inf
                 and cost.rework_fraction(o, job.checkpoint_interval_s, 1) > limit)):
+            return False
+        if late and switched and o.market is Market.SPOT:
             return False
         return expected_usd(o) <= ceiling
     return fits

@@ -77,7 +77,7 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
             continue
         left_s = p.remaining_s(snapshot.now)
         slack = (job.deadline - snapshot.now).total_seconds() - left_s
-        if left_s <= changeover:
+        if left_s <= changeover or 0 <= slack < changeover:  # the move would make it late: it stays
             continue
         target = None
         if slack >= changeover + margin_s:

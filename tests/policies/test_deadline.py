@@ -43,6 +43,13 @@ def test_a_job_behind_schedule_gets_on_demand_nodes_launched_while_it_keeps_runn
     assert "1000s slack < changeover 360s + margin 900s" in launch.reason
 
 
+@pytest.mark.parametrize(("slack_s", "switched"), [(359.0, False), (0.0, False), (360.0, True)])
+def test_a_job_whose_move_would_make_it_late_stays_on_spot(slack_s: float, switched: bool) -> None:
+    """Under the 360 s changeover of slack, the move would miss the deadline for certain where staying
+    misses it only if interrupted: it stays; from the changeover up it is behind and moves."""
+    assert bool(switch_behind_schedule(snapshot(slack_s), COST, MARGIN)) == switched
+
+
 def test_it_waits_for_its_nodes_and_moves_once_all_are_up() -> None:
     booting = Node("od-1", OD, NodeState.LAUNCHING, NOW, "rq-switch", for_job="dl")
     assert switch_behind_schedule(snapshot(1000, extra=(booting,)), COST, MARGIN) == []

@@ -1,6 +1,6 @@
 """Rules of policies/deadline.py that a mutation audit found unpinned: a best-effort job's deadline is
 never switched for; a run with no more than a changeover left stays; a run that ends exactly at its
-deadline is behind, not late by its estimate; the switch's launch is budgeted at the remaining run
+deadline stays (the move would make it late); the switch's launch is budgeted at the remaining run
 plus a boot."""
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ def with_job(snap: Snapshot, **changes: object) -> Snapshot:
 
 
 def left_on_spot(left_s: float) -> Snapshot:
-    """A strict job started on spot an hour ago with ``left_s`` of its run left and no slack at all."""
+    """A strict job started on spot an hour ago with ``left_s`` of its run left and a changeover's slack
+    (360 s: behind, but a move would still make its deadline)."""
     start = NOW - timedelta(hours=1)
     job = Demand("dl", 1, start, 3600 + left_s, gpu_model="V100", job_class=JobClass.STRICT,
-                 deadline=NOW + timedelta(seconds=left_s))
+                 deadline=NOW + timedelta(seconds=left_s + 360))
     p = Placement(job, ("spot-1",), start, True, Market.SPOT, SPOT.price_per_hour_usd)
     node = Node("spot-1", SPOT, NodeState.READY, start, "rq", job_id="dl", for_job="dl")
     return Snapshot(NOW, (), (p,), (), (node,), (SPOT, OD))
@@ -43,12 +44,14 @@ def test_a_run_with_no_more_than_a_changeover_left_finishes_where_it_is() -> Non
     assert isinstance(launch, Launch) and launch.offering is OD
 
 
-def test_a_run_ending_exactly_at_its_deadline_is_behind_not_late_and_switches() -> None:
-    """No slack, but its estimate makes the deadline: the late-by-estimate weighing (which would keep a
-    job on spot whose move is as sure a miss as an interruption) is for runs ending past it."""
-    (launch,) = switch_behind_schedule(snapshot(0), COST, MARGIN, price_late=True)
-    assert isinstance(launch, Launch) and launch.offering is OD
+def test_a_run_ending_exactly_at_its_deadline_stays_where_the_move_would_make_it_late() -> None:
+    """No slack: its estimate makes the deadline on spot, but not after the move's 360 s changeover, so
+    it stays (a run past its deadline is weighed by ``price_late`` instead); a changeover's slack
+    switches it."""
+    assert switch_behind_schedule(snapshot(0), COST, MARGIN, price_late=True) == []
     assert switch_behind_schedule(snapshot(-1), COST, MARGIN, price_late=True) == []
+    (launch,) = switch_behind_schedule(snapshot(360), COST, MARGIN, price_late=True)
+    assert isinstance(launch, Launch) and launch.offering is OD
 
 
 def test_the_switch_launch_is_budgeted_at_the_run_left_plus_a_boot() -> None:

@@ -135,6 +135,24 @@ def test_a_job_a_launch_would_make_late_takes_any_idle_node() -> None:
     assert [h.job_id for h in sb.holds] == ["urgent"]
 
 
+def test_a_late_job_takes_no_spot_node_the_deadline_switch_would_move_it_off_at_once() -> None:
+    """Recent jobs ran 1.77x their estimates: taken so, a 905 s job due in 1,620 s misses on a launch
+    (slack -162 s), so an idle node may take it; but by its estimate it would have 715 s of slack there,
+    under the switch's 360 s changeover and 900 s margin: on spot it would be moved to on-demand at
+    once and lose the changeover. It launches on-demand instead; an idle on-demand node takes it."""
+    job = Demand("dl", 1, NOW, 905.0, gpu_model="V100", job_class=JobClass.STRICT,
+                 deadline=NOW + timedelta(seconds=1_620))
+    by_ratio = replace(BURST, market_quantile=0.9)
+    s = replace(snap([idle(1)], pending=(job,)), runtime_ratios=(1.77,) * 30)
+    sb = Standby(free=[idle(1)])
+    (launch,) = burst(s, COST, by_ratio, standby=sb)
+    assert launch.offering == OD and sb.holds == []
+    od = idle(2, market=Market.ON_DEMAND, price=3.06)
+    sb = Standby(free=[od])
+    assert burst(replace(s, cloud_nodes=(od,)), COST, by_ratio, standby=sb) == []
+    assert [h.node_id for h in sb.holds] == ["idle2"]
+
+
 def test_burster_launches_exclusive_nodes_and_hands_idle_ones_out() -> None:
     policy = BursterPolicy(COST, BursterParams(burst=BurstParams(prewarm=False, cost_trigger=False),
                                                exclusive_nodes=True))
