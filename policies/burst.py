@@ -39,7 +39,15 @@ from policies.late import choose_late, late_by_estimate
 from policies.offers import ANY, OfferBook, flights_by_job, kept_in_flight, offer_book
 from policies.queue import ReservedQueue, held_by_job
 from policies.quiet import FOREVER
-from policies.slack import defer_left_s, defers, slack_s, spot_rework_limit, spot_slack_s, wait_budget_s
+from policies.slack import (
+    behind_schedule,
+    defer_left_s,
+    defers,
+    slack_s,
+    spot_rework_limit,
+    spot_slack_s,
+    wait_budget_s,
+)
 from policies.standby import USABLE, Standby, free_nodes, live_jobs, prewarm, stock_launches
 
 
@@ -227,7 +235,7 @@ def _may_take(job: Demand, chosen: Offering, now: datetime, cost: CostModel,
     slack there under a changeover and the margin, but not under the changeover alone:
     ``deadline.switch_behind_schedule``): the move's pause would cost more than the boot saved."""
     on_node_s = slack_s(job, now, cost) + cost.p.launch_latency_s  # by its estimate, started now
-    switched = job.remaining_s > cost.pause_s and cost.pause_s <= on_node_s < cost.pause_s + params.deadline_margin_s
+    switched = on_node_s >= 0 and behind_schedule(job.remaining_s, on_node_s, cost.pause_s, params.deadline_margin_s)
     job = taken_long(job, long)
     limit = spot_rework_limit(job, now, cost, params)
     slack = slack_s(job, now, cost)

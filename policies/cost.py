@@ -112,6 +112,11 @@ class CostModel:
             return self.p.checkpoint_write_s
         return checkpoint_interval_s / 2
 
+    def interruption_loss_s(self, offering: Offering, checkpoint_interval_s: float) -> float:
+        """What one interruption on spot ``offering`` costs a job in time: a restart and a relaunch plus
+        the write on notice or the unsaved work (``notice_loss_s``)."""
+        return self.p.restart_overhead_s + self.p.launch_latency_s + self.notice_loss_s(offering, checkpoint_interval_s)
+
     def rework_fraction(self, offering: Offering, checkpoint_interval_s: float, nodes: int = 1) -> float:
         """Expected extra run time per unit of useful run time, from interruptions.
 
@@ -195,8 +200,7 @@ class CostModel:
             exposed = exposed_s(work, job.checkpoint_interval_s, room)
         rate = self.nodes_for(job, offering) * self.interruption_rate(offering)
         p_miss = 1.0 - math.exp(-rate * exposed / 3600.0)
-        loss_s = self.p.restart_overhead_s + self.p.launch_latency_s \
-            + self.notice_loss_s(offering, job.checkpoint_interval_s)
+        loss_s = self.interruption_loss_s(offering, job.checkpoint_interval_s)
         if loss_s > 0 and slack_s >= loss_s:
             p_miss = max(p_miss, poisson_tail(rate * work / 3600.0, int(slack_s // loss_s) + 1))
         return p_miss * self.miss_usd(job)

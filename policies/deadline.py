@@ -24,6 +24,7 @@ from burster.plan import Action, Checkpoint, Launch, Terminate, request_id
 from policies.cost import CostModel
 from policies.late import late_stays_on_spot
 from policies.offers import ON_DEMAND_ONLY, OfferBook, flights_by_job, kept_in_flight, offer_book
+from policies.slack import behind_schedule
 
 
 def handle_interruptions(snapshot: Snapshot) -> list[Action]:
@@ -80,7 +81,7 @@ def switch_behind_schedule(snapshot: Snapshot, cost: CostModel, margin_s: float,
         if left_s <= changeover or 0 <= slack < changeover:  # the move would make it late: it stays
             continue
         target = None
-        if slack >= changeover + margin_s:
+        if not behind_schedule(left_s, slack, changeover, margin_s):
             if not price_risk or (spot := offering_of.get(p.node_ids[0])) is None:
                 continue
             book = book or offer_book(snapshot, cost)

@@ -46,8 +46,8 @@ def share_within(ratios: Sequence[float], low: float, high: float) -> float:
 def interruption_loss_s(job: Demand, offering: Offering, cost: CostModel) -> float:
     """What one interruption of ``job`` on spot ``offering`` costs it in time: a restart and a relaunch,
     plus the checkpoint written on notice, or half a checkpoint interval of work where the notice
-    is too short to write one (``CostModel.notice_loss_s``)."""
-    return cost.p.restart_overhead_s + cost.p.launch_latency_s + cost.notice_loss_s(offering, job.checkpoint_interval_s)
+    is too short to write one (``CostModel.interruption_loss_s``)."""
+    return cost.interruption_loss_s(offering, job.checkpoint_interval_s)
 
 
 def late_spot_risk_usd(job: Demand, offering: Offering, allowed: float, ratios: Sequence[float],
@@ -82,9 +82,9 @@ def late_stays_on_spot(p: Placement, spot: Offering, target: Offering, changeove
     job = p.job
     if job.deadline is None:
         return True
-    allowed = (job.deadline.timestamp() - p.working_since_ts + job.done_s) / job.est_runtime_s
+    allowed = _allowed(p)
     stay = late_spot_risk_usd(job, spot, allowed, ratios, cost)
-    move = share_within(ratios, allowed - changeover_s / job.est_runtime_s, allowed) * cost.miss_usd(job)
+    move = _pause_miss_usd(job, allowed, changeover_s, ratios, cost)
     extra = cost.job_cost_usd(job, target, work_s=job.remaining_s + changeover_s) - cost.job_cost_usd(job, spot)
     return stay <= move + extra
 
@@ -99,5 +99,16 @@ def late_move_miss_usd(p: Placement, now: datetime, pause_s: float, ratios: Sequ
         return 0.0
     if (job.deadline - now).total_seconds() >= p.remaining_s(now):
         return 0.0
-    allowed = (job.deadline.timestamp() - p.working_since_ts + job.done_s) / job.est_runtime_s
+    return _pause_miss_usd(job, _allowed(p), pause_s, ratios, cost)
+
+
+def _allowed(p: Placement) -> float:
+    """The most times its estimate running job ``p``'s whole run may take and meet its deadline."""
+    assert p.job.deadline is not None
+    return (p.job.deadline.timestamp() - p.working_since_ts + p.job.done_s) / p.job.est_runtime_s
+
+
+def _pause_miss_usd(job: Demand, allowed: float, pause_s: float, ratios: Sequence[float], cost: CostModel) -> float:
+    """Miss $ a pause of ``pause_s`` adds to a run allowed ``allowed`` times its estimate: the share of
+    ``ratios`` it pushes past the deadline, x the miss $."""
     return share_within(ratios, allowed - pause_s / job.est_runtime_s, allowed) * cost.miss_usd(job)

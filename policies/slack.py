@@ -54,6 +54,14 @@ def spot_slack_s(job: Demand, now: datetime, cost: CostModel, params: BurstParam
     return slack - rework_s - changeover - params.deadline_margin_s
 
 
+def behind_schedule(left_s: float, slack_s: float, changeover_s: float, margin_s: float) -> bool:
+    """Whether a deadline job on spot with ``left_s`` of work and ``slack_s`` of slack is due the Uniform
+    Progress switch to on-demand (``deadline.switch_behind_schedule``): its slack under a changeover and
+    the margin, more than a changeover of work left, and not so little slack that the move itself would
+    make it late (0 <= slack < changeover: it stays). A negative slack (late by its estimate) counts."""
+    return left_s > changeover_s and slack_s < changeover_s + margin_s and not 0 <= slack_s < changeover_s
+
+
 def wait_budget_s(job: Demand, params: BurstParams) -> float:
     compute = params.wait_s_per_gpu_hour * job.gpus * job.est_runtime_s / 3600.0
     return max(params.max_wait_s, params.wait_fraction * job.est_runtime_s, compute)
