@@ -77,6 +77,7 @@ class CostModel:
         self.p = params or CostParams()
         self._run_rates: dict[tuple[int, int, float, str, float], float] = {}
         self._rework: dict[tuple[str, float, int], float] = {}  # rework_fraction memo
+        self._gang: dict[tuple[str, float, int], tuple[float, float, bool]] = {}  # _gang_terms memo
 
     # --- rates ---------------------------------------------------------------------------------
     def interruption_rate(self, offering: Offering) -> float:
@@ -166,7 +167,13 @@ class CostModel:
             return 0.0
         nodes = self.nodes_for(job, offering)
         work = job.remaining_s if work_s is None else work_s
-        run_s = work * (1 + self.rework_fraction(offering, job.checkpoint_interval_s, nodes))
+        rework = self.rework_fraction(offering, job.checkpoint_interval_s, nodes)
+        return self.run_cost_usd(offering, nodes, work, rework)
+
+    def run_cost_usd(self, offering: Offering, nodes: int, work_s: float, rework: float) -> float:
+        """Expected $ of ``nodes`` nodes of ``offering`` booting, then running ``work_s`` seconds of work
+        plus ``rework`` (a fraction of it, ``rework_fraction``): ``job_cost_usd`` with its terms known."""
+        run_s = work_s * (1 + rework)
         run_s += self.p.launch_latency_s  # nodes bill while they boot and join
         hours = self.billed_hours(offering.provider, run_s)
         return nodes * offering.price_per_hour_usd * hours
@@ -175,7 +182,7 @@ class CostModel:
         """A lower bound of ``job_cost_usd`` that orders offerings as ``run_rate_usd_per_hour`` does: the
         remaining work at its rate, less the most any bill rounds down (``MAX_ROUND_DOWN_S``). The boot
         and each cloud's billing make the job costs of two offerings order otherwise than their rates."""
-        return self.run_rate_usd_per_hour(job, offering) * max(job.remaining_s - MAX_ROUND_DOWN_S, 0.0) / 3600.0
+        return cost_floor_usd(self.run_rate_usd_per_hour(job, offering), job.remaining_s)
 
     def deadline_risk_usd(self, job: Demand, offering: Offering, slack_s: float, work_s: float | None = None) -> float:
         """Expected deadline-miss $ of running ``job`` (its remaining run, or ``work_s`` seconds of it) on
@@ -192,18 +199,29 @@ class CostModel:
         """
         if job.deadline is None or job.job_class is JobClass.BEST_EFFORT or offering.market is not Market.SPOT:
             return 0.0
+        rate, loss_s, saves = self._gang_terms(offering, job.checkpoint_interval_s, self.nodes_for(job, offering))
         room = slack_s - self.p.restart_overhead_s - self.p.launch_latency_s
         work = job.remaining_s if work_s is None else work_s
-        if self.saves_on_notice(offering):
+        if saves:
             exposed = work if room < self.p.checkpoint_write_s else 0.0
         else:
             exposed = exposed_s(work, job.checkpoint_interval_s, room)
-        rate = self.nodes_for(job, offering) * self.interruption_rate(offering)
         p_miss = 1.0 - math.exp(-rate * exposed / 3600.0)
-        loss_s = self.interruption_loss_s(offering, job.checkpoint_interval_s)
         if loss_s > 0 and slack_s >= loss_s:
             p_miss = max(p_miss, poisson_tail(rate * work / 3600.0, int(slack_s // loss_s) + 1))
         return p_miss * self.miss_usd(job)
+
+    def _gang_terms(self, offering: Offering, checkpoint_interval_s: float, nodes: int) -> tuple[float, float, bool]:
+        """A gang of ``nodes`` on spot ``offering``: its interruptions per hour, one interruption's loss
+        (``interruption_loss_s``) and whether the notice leaves time to write a checkpoint. Memoized:
+        the parameters never change."""
+        key = (offering.key, checkpoint_interval_s, nodes)
+        terms = self._gang.get(key)
+        if terms is None:
+            terms = self._gang[key] = (nodes * self.interruption_rate(offering),
+                                       self.interruption_loss_s(offering, checkpoint_interval_s),
+                                       self.saves_on_notice(offering))
+        return terms
 
     def boot_miss_usd(self, job: Demand, now: datetime) -> float:
         """Expected deadline-miss $ of starting ``job`` on a node launched now: the chance that the boot
@@ -243,6 +261,12 @@ class CostModel:
     def idle_cost_usd(self, offering: Offering, idle_s: float) -> float:
         """$ of keeping one node of ``offering`` idle for ``idle_s`` seconds."""
         return offering.price_per_hour_usd * idle_s / 3600.0
+
+
+def cost_floor_usd(rate_usd_per_hour: float, work_s: float) -> float:
+    """``work_s`` of work at ``rate_usd_per_hour``, less the most any bill rounds down: the floor of
+    ``CostModel.job_cost_floor_usd`` with the rate known."""
+    return rate_usd_per_hour * max(work_s - MAX_ROUND_DOWN_S, 0.0) / 3600.0
 
 
 def poisson_tail(mean: float, k: int) -> float:

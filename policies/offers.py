@@ -7,9 +7,10 @@ import math
 from collections.abc import Callable, Iterable
 
 from burster.model import Demand, InFlight, Market, Offering, Snapshot
-from policies.cost import CostModel
+from policies.cost import CostModel, cost_floor_usd
 
 ShapeKey = tuple[str, int, int, float, frozenset[Market], bool]
+_Ranked = tuple[Offering, int, float, float]  # a spot offering for a shape: nodes, rework fraction, rate
 ANY = frozenset({Market.SPOT, Market.ON_DEMAND})
 SPOT_ONLY = frozenset({Market.SPOT})
 ON_DEMAND_ONLY = frozenset({Market.ON_DEMAND})
@@ -68,7 +69,7 @@ class OfferBook:
         for o in self.offerings:
             self._by_model.setdefault(o.gpu_model, []).append(o)
         self._best: dict[ShapeKey, Offering | None] = {}
-        self._spot_ranks: dict[ShapeKey, tuple[list[Offering], list[float]]] = {}
+        self._spot_ranks: dict[ShapeKey, tuple[list[_Ranked], list[float]]] = {}
         self._spot_fractions: dict[ShapeKey, list[float]] = {}
         # (running job id, attempt, estimate, burst params) -> where it would be launched now, for the
         # jobs whose choice stays while this book does (``consolidate._target_holds``)
@@ -115,13 +116,13 @@ class OfferBook:
         best_usd = self.cost.job_cost_usd(job, best) if best is not None else math.inf
         ranked, neg_min = self._spot_rank(job)
         start = bisect.bisect_left(neg_min, -max_rework)  # the first offering whose rework is within the limit
-        for o in ranked[start:]:
-            nodes = self.cost.nodes_for(job, o)
-            if self.cost.rework_fraction(o, job.checkpoint_interval_s, nodes) > max_rework:
+        work = job.remaining_s
+        for o, nodes, rework, rate in ranked[start:]:
+            if rework > max_rework:
                 continue
-            if self.cost.job_cost_floor_usd(job, o) >= best_usd:
+            if cost_floor_usd(rate, work) >= best_usd:  # (``CostModel.job_cost_floor_usd``)
                 break  # ranked by rate, so by this floor: no later offering costs less, before its risk
-            usd = self.cost.job_cost_usd(job, o)
+            usd = self.cost.run_cost_usd(o, nodes, work, rework)  # (``CostModel.job_cost_usd``)
             if usd >= best_usd:
                 continue  # (its boot or its cloud's billing may cost more than a later one's)
             usd += self.cost.deadline_risk_usd(job, o, slack_s) if risk is None else risk(o)
@@ -131,18 +132,22 @@ class OfferBook:
             return self.best(job, markets)
         return best
 
-    def _spot_rank(self, job: Demand) -> tuple[list[Offering], list[float]]:
-        """Spot offerings for the job's shape by effective rate, and minus the running minimum of their
-        rework fractions (non-decreasing, so it can be bisected)."""
+    def _spot_rank(self, job: Demand) -> tuple[list[_Ranked], list[float]]:
+        """Spot offerings for the job's shape by effective rate, each with its node count, rework
+        fraction and rate, and minus the running minimum of their rework fractions (non-decreasing,
+        so it can be bisected)."""
         key = (job.gpu_model, job.nodes, job.gpus_per_node, job.checkpoint_interval_s, SPOT_ONLY, False)
         hit = self._spot_ranks.get(key)
         if hit is None:
-            spots = sorted((o for o in self._candidates(job.gpu_model) if o.market is Market.SPOT),
-                           key=lambda o: (self.rate(job, o), o.key))
+            cost, ckpt = self.cost, job.checkpoint_interval_s
+            spots = [(o, n, cost.rework_fraction(o, ckpt, n), self.rate(job, o))
+                     for o in self._candidates(job.gpu_model) if o.market is Market.SPOT
+                     for n in (cost.nodes_for(job, o),)]
+            spots.sort(key=lambda s: (s[3], s[0].key))
             neg_min: list[float] = []
             low = math.inf
-            for o in spots:
-                low = min(low, self.cost.rework_fraction(o, job.checkpoint_interval_s, self.cost.nodes_for(job, o)))
+            for s in spots:
+                low = min(low, s[2])
                 neg_min.append(-low)
             hit = self._spot_ranks[key] = (spots, neg_min)
         return hit
