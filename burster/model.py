@@ -344,7 +344,8 @@ class RuntimeHistory:
     by_team: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
     def __post_init__(self) -> None:
-        if not all(0.0 <= r < math.inf for r in itertools.chain(self.ratios, *(own for _, own in self.by_team))):
+        every = (*self.ratios, *itertools.chain.from_iterable(own for _, own in self.by_team))
+        if every and (min(every) < 0.0 or max(every) == math.inf or any(map(math.isnan, every))):
             raise ValueError("RuntimeHistory: every ratio must be a finite number >= 0 (true / estimated runtime)")
         if self.teams and len(self.teams) != len(self.ratios):
             raise ValueError(f"RuntimeHistory: {len(self.teams)} teams for {len(self.ratios)} ratios; "

@@ -42,10 +42,11 @@ def test_a_runtime_history_gives_one_team_per_ratio_or_none() -> None:
         RuntimeHistory((1.0, 2.0), ("a",))
 
 
-@pytest.mark.parametrize("bad", [-0.5, math.inf, math.nan])
+@pytest.mark.parametrize("bad", [-0.5, math.inf, -math.inf, math.nan])
 def test_a_runtime_history_holds_finite_ratios(bad: float) -> None:
-    with pytest.raises(ValueError, match="every ratio must be a finite number >= 0"):
-        RuntimeHistory((1.0, bad))
+    for ratios in ((1.0, bad), (bad, 1.0), (bad,)):  # (a NaN first or last throws min and max off alike)
+        with pytest.raises(ValueError, match="every ratio must be a finite number >= 0"):
+            RuntimeHistory(ratios)
     with pytest.raises(ValueError, match="every ratio must be a finite number >= 0"):
         RuntimeHistory((1.0,), (), (("a", (bad,)),))
 
