@@ -24,6 +24,7 @@ from burster.model import Demand, Placement, Requeue, Snapshot
 from burster.plan import Checkpoint, Hold
 from policies.cost import CostModel
 from policies.estimates import TRUSTED_WITHIN, runs_long
+from policies.late import move_miss_usd
 from policies.queue import ReservedQueue, held_by_job, room_at_s, running_ends_by_node
 from policies.reclaim import (
     Claims,
@@ -31,7 +32,7 @@ from policies.reclaim import (
     leaving_cloud,
     movable_cloud,
     move_checkpoints,
-    move_saving_usd,
+    move_paying_usd,
     reserved_room,
     too_tight,
 )
@@ -51,7 +52,7 @@ def held_moves(snapshot: Snapshot, cost: CostModel, margin_s: float,
         nodes = held.get(p.job.job_id)
         if not nodes or sum(n.free_gpus >= p.job.gpus_per_node for n in nodes) < p.job.nodes:
             continue
-        if too_tight(p, snapshot.now, cost, margin_s) or move_saving_usd(p, cost, snapshot.now) <= 0:
+        if too_tight(p, snapshot.now, cost, margin_s) or move_paying_usd(p, cost, snapshot) <= 0:
             continue
         out += move_checkpoints(p, cost, snapshot.now,
                                 f"reserved nodes held for job {p.job.job_id} have room: move it back on-prem")
@@ -148,13 +149,15 @@ class _FreeNodes:
 
 def _hold_value(p: Placement, emptying: list[tuple[float, str]], nodes: _FreeNodes, cost: CostModel,
                 now: datetime) -> tuple[float, float, datetime | None]:
-    """What holding these nodes saves (the cloud hours after they have room, net of the restart),
+    """What holding these nodes saves (the cloud hours after they have room, net of the restart and
+    of the misses the move's pause adds by the spread of estimates, ``policies.late.move_miss_usd``),
     what it costs (their GPUs kept idle until then, at the job's per-GPU rate), and, when it does
     not pay yet, the instant it would (the idle cost shrinks as the clock nears the first end)."""
     wait_s = emptying[-1][0]
     restart_s = cost.p.restart_overhead_s
     saving = (p.price_per_hour_usd * (p.remaining_s(now) - wait_s - restart_s) / 3600.0
-              - cost.wait_cost_usd(p.job_now(now), restart_s, now))
+              - cost.wait_cost_usd(p.job_now(now), restart_s, now)
+              - move_miss_usd(p, cost.pause_s, nodes.snapshot.runtime_ratios, cost))
     per_gpu_s = p.price_per_hour_usd / p.job.gpus / 3600.0
     idle = per_gpu_s * sum(_idle_gpu_s(nodes.room.free[n], nodes.ends.get(n, ()), wait_s) for _, n in emptying)
     if saving > idle or saving <= 0:

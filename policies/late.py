@@ -10,8 +10,8 @@ share times the chance of an interruption during the run, times the miss $; a lo
 narrow, so it goes to spot, and a short one near the line stays on on-demand. With exact
 estimates (every ratio 1) a late job is late: no run makes it, and it takes the cheapest market.
 The Uniform Progress switch weighs the same way whether a late job on spot should move: the move's
-own changeover delays it surely, an interruption only maybe; so does a move back on-prem, whose
-pause (checkpoint write and restart) must save more cloud $ than the misses it adds.
+own changeover delays it surely, an interruption only maybe; so does a move back on-prem, late or
+not, whose pause (checkpoint write and restart) must save more cloud $ than the misses it adds.
 """
 
 from __future__ import annotations
@@ -89,15 +89,14 @@ def late_stays_on_spot(p: Placement, spot: Offering, target: Offering, changeove
     return stay <= move + extra
 
 
-def late_move_miss_usd(p: Placement, now: datetime, pause_s: float, ratios: Sequence[float], cost: CostModel) -> float:
-    """Expected miss $ a move's ``pause_s`` adds to running job ``p`` when its estimate says it is late
-    already (0 otherwise): the share of ``ratios`` within the pause below the ratio its deadline allows
-    its whole run, x the miss $. Priced on the placement's whole run, so the answer holds while it runs;
-    with exact estimates (every ratio 1) a late job is late, and the pause costs nothing."""
+def move_miss_usd(p: Placement, pause_s: float, ratios: Sequence[float], cost: CostModel) -> float:
+    """Expected miss $ a move's ``pause_s`` adds to running deadline job ``p``, late by its estimate or
+    not: the share of ``ratios`` within the pause below the ratio its deadline allows its whole run,
+    x the miss $ (0 without a deadline). Priced on the placement's whole run, so the answer holds
+    while it runs. With exact estimates (every ratio 1) a late job is late whatever the pause, and one
+    the margin rule lets move (``reclaim.too_tight``) meets its deadline after it: 0 either way."""
     job = p.job
     if job.deadline is None or job.job_class is JobClass.BEST_EFFORT or job.est_runtime_s <= 0:
-        return 0.0
-    if (job.deadline - now).total_seconds() >= p.remaining_s(now):
         return 0.0
     return _pause_miss_usd(job, _allowed(p), pause_s, ratios, cost)
 

@@ -27,7 +27,7 @@ from burster.model import Demand, JobClass, Node, Offering, Placement, PoolNode,
 from burster.plan import Action, Checkpoint, Hold, Terminate, request_id
 from policies.cost import BILLING, DEFAULT_BILLING, CostModel
 from policies.deadline import UP, launched_for_running
-from policies.late import late_move_miss_usd
+from policies.late import move_miss_usd
 from policies.queue import ReservedQueue
 
 
@@ -173,8 +173,8 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
             continue
         if too_tight(p, snapshot.now, cost, margin_s):
             continue
-        saved = move_saving_usd(p, cost, snapshot.now)
-        if saved <= 0 or saved <= late_move_miss_usd(p, snapshot.now, cost.pause_s, snapshot.runtime_ratios, cost):
+        saved = move_paying_usd(p, cost, snapshot)
+        if saved <= 0:
             continue
         slots = nodes.fit(p.job.nodes, p.job.gpus_per_node, model)
         if slots is None:
@@ -191,6 +191,15 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
                      reason=f"hold {node_id} for job {p.job.job_id} while it checkpoints to move back")
                 for node_id in dict.fromkeys(slots)]
     return out
+
+
+def move_paying_usd(p: Placement, cost: CostModel, snapshot: Snapshot) -> float:
+    """What a move back on-prem saves (``move_saving_usd``) where that is more than the misses its pause
+    adds by the spread of runtime estimates (``policies.late.move_miss_usd``), else 0."""
+    saved = move_saving_usd(p, cost, snapshot.now)
+    if saved <= 0 or saved <= move_miss_usd(p, cost.pause_s, snapshot.runtime_ratios, cost):
+        return 0.0
+    return saved
 
 
 def move_saving_usd(p: Placement, cost: CostModel, now: datetime) -> float:
@@ -283,8 +292,8 @@ def too_tight(p: Placement, now: datetime, cost: CostModel, margin_s: float) -> 
     more: docs/benchmarks-history.md), unless its deadline is nearer than the pause (a strict job's:
     than the pause and the margin): the move would make it miss for certain, or likely, where
     staying meets it if it ends sooner than believed (an overrun job's end is a belief); once the
-    deadline has passed it may move. A late one that may move still must save more than the misses
-    its pause adds (``move_back``, ``policies.late.late_move_miss_usd``)."""
+    deadline has passed it may move. One that may move still must save more than the misses its
+    pause adds by the spread of estimates (``move_paying_usd``)."""
     job = p.job
     if job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
         return False

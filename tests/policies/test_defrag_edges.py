@@ -4,6 +4,7 @@ held for again, and a declined hold names no instant past the first end on its n
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -91,3 +92,24 @@ def test_a_declined_hold_names_no_instant_past_the_first_end_on_its_nodes() -> N
     assert held == [] and len(wakes) == 1 and NOW < wakes[0] < NOW + timedelta(minutes=30)
     held, wakes = declined_gang(8.0)  # by that rate, in 93 min: after the first end at 30 min
     assert held == [] and wakes == []
+
+
+BAND = (1.27,) * 10 + (1.0,) * 20  # a third of recent jobs ran 1.27 x their estimates
+
+
+def test_a_held_move_and_its_hold_price_the_misses_the_pause_adds() -> None:
+    """A strict job 10 h from its estimated end (11 h estimated), due 3 h after it: its deadline allows
+    14 / 11 = 1.2727 x its estimate, and the pause (360 s of 39,600) takes 0.0091 off that. A third of
+    the recent jobs ran 1.27 x: $166.67 of a $500 miss against about $98 saved at $10/h, so neither
+    the move onto its held node nor a hold for it is made (``policies.late.move_miss_usd``); with
+    exact ratios both are."""
+    big, node = on_cloud(deadline_slack_s=3 * 3600.0, price=10.0)
+    held = (PoolNode("onprem-0", "V100", 8, 8, ("big",)), PoolNode("onprem-1", "V100", 8, 0))
+    moving = Snapshot(NOW, (), (on_prem("full", 8, "onprem-1", 600), big), held, (node,), (OD8,))
+    assert held_moves(replace(moving, runtime_ratios=BAND), COST, MARGIN_S) == []
+    assert [c.job_id for c in held_moves(replace(moving, runtime_ratios=(1.0,) * 30), COST, MARGIN_S)] == ["big"]
+    free = (PoolNode("onprem-0", "V100", 8, 4), PoolNode("onprem-1", "V100", 8, 4))
+    running = (on_prem("s0", 4, "onprem-0", 300), on_prem("s1", 4, "onprem-1", 30), big)
+    holding = Snapshot(NOW, (), running, free, (node,), (OD8,))
+    assert holds(replace(holding, runtime_ratios=BAND)) == []
+    assert holds(replace(holding, runtime_ratios=(1.0,) * 30)) == [("onprem-1", "big", NOW + timedelta(minutes=30))]

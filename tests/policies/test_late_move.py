@@ -1,6 +1,6 @@
-"""A move back on-prem of a cloud job its estimate says is late already: its pause (checkpoint write and
-restart) must save more cloud $ than the misses it adds, priced by the spread of the finished jobs'
-runtime ratios (``policies.late.late_move_miss_usd``)."""
+"""A move back on-prem of a deadline job on the cloud, late by its estimate or not: its pause (checkpoint
+write and restart) must save more cloud $ than the misses it adds, priced by the spread of the finished
+jobs' runtime ratios (``policies.late.move_miss_usd``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from burster.model import JobClass, Snapshot
-from policies.late import late_move_miss_usd
+from policies.late import move_miss_usd
 from tests.policies.test_reclaim import NOW, POLICY, moved, snapshot
 
 PAUSE_S = 360.0  # 60 s checkpoint write + 300 s restart (POLICY's cost)
@@ -30,7 +30,7 @@ def test_a_late_jobs_move_back_waits_where_the_pause_would_likely_cost_its_deadl
     pause makes it miss, $50 of a $500 miss against $15.30 saved: it stays on the cloud."""
     near = (0.99,) * 3 + (1.0,) * 27
     snap = late_by(-60.0, near)
-    assert late_move_miss_usd(snap.running[1], NOW, PAUSE_S, near, POLICY.cost) == 50.0
+    assert move_miss_usd(snap.running[1], PAUSE_S, near, POLICY.cost) == 50.0
     assert moved(POLICY.decide(snap).actions) == []
     # ratios that leave it late whatever (or on time whatever) the pause: it moves
     for far in ((1.0,) * 30, (0.5,) * 30, ()):
@@ -40,13 +40,22 @@ def test_a_late_jobs_move_back_waits_where_the_pause_would_likely_cost_its_deadl
     assert moved(POLICY.decide(late_by(-60.0, (0.98,) * 3 + (1.0,) * 27)).actions) == ["cj"]
 
 
-def test_only_a_late_deadline_job_prices_the_pause() -> None:
+def test_a_job_on_time_by_its_estimate_prices_the_pause_too() -> None:
+    """Due 3 h after its estimated end, its deadline allows 1.5 x its 6 h estimate; a third of the
+    recent jobs ran 1.49 x theirs, within the pause (360 / 21,600) below it: $167 of a $500 miss
+    against $15.30 saved, it stays. Ratios clear of the band (or exact ones): it moves."""
+    band = (1.49,) * 10 + (1.0,) * 20
+    on_time = late_by(3 * 3600.0, band)
+    assert move_miss_usd(on_time.running[1], PAUSE_S, band, POLICY.cost) == 500.0 / 3
+    assert moved(POLICY.decide(on_time).actions) == []
+    for clear in ((1.0,) * 30, (1.3,) * 10 + (1.0,) * 20, ()):
+        assert moved(POLICY.decide(late_by(3 * 3600.0, clear)).actions) == ["cj"]
+
+
+def test_only_a_deadline_job_prices_the_pause_a_soft_one_a_quarter() -> None:
     near = (0.99,) * 3 + (1.0,) * 27
-    on_time = late_by(3 * 3600.0, near).running[1]  # on time by its estimate: the margin rule decides
-    assert late_move_miss_usd(on_time, NOW, PAUSE_S, near, POLICY.cost) == 0.0
-    best = replace(on_time, job=replace(on_time.job, job_class=JobClass.BEST_EFFORT,
-                                        deadline=NOW + timedelta(minutes=1)))
-    assert late_move_miss_usd(best, NOW, PAUSE_S, near, POLICY.cost) == 0.0
-    soft = late_by(-60.0, near).running[1]
-    soft = replace(soft, job=replace(soft.job, job_class=JobClass.SOFT))
-    assert late_move_miss_usd(soft, NOW, PAUSE_S, near, POLICY.cost) == 12.5  # a quarter of the miss $
+    late = late_by(-60.0, near).running[1]
+    best = replace(late, job=replace(late.job, job_class=JobClass.BEST_EFFORT))
+    assert move_miss_usd(best, PAUSE_S, near, POLICY.cost) == 0.0
+    soft = replace(late, job=replace(late.job, job_class=JobClass.SOFT))
+    assert move_miss_usd(soft, PAUSE_S, near, POLICY.cost) == 12.5  # a quarter of the miss $

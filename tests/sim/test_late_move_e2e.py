@@ -1,5 +1,5 @@
 """A cloud job its estimate says is late already stays where a move back on-prem would cost it its
-deadline by the spread of the finished jobs' runtimes (``policies.late.late_move_miss_usd``), end to end.
+deadline by the spread of the finished jobs' runtimes (``policies.late.move_miss_usd``), end to end.
 
 One 8-GPU reserved node, busy for 15 minutes. A strict 1-GPU job estimated at 5,000 s (really 3,000 s)
 is due 3,300 s after it arrives: late by its estimate, it bursts onto on-demand at once. When the node
