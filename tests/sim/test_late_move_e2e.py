@@ -25,14 +25,17 @@ OD = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON
 SPREAD = ((1.0, ""),) * 20 + ((0.6, ""),) * 10  # (true / estimated runtime, team) of the last jobs to finish
 
 
-def simulate(history: tuple[tuple[float, str], ...]) -> tuple[SimWorld, list[str]]:
+def simulate(history: tuple[tuple[float, str], ...], est_s: float = 5_000.0, true_s: float = 3_000.0,
+             due_s: float = 3_300.0) -> tuple[SimWorld, list[str]]:
+    """The reserved node busy for 15 minutes, and strict job "dl" (estimated ``est_s``, really ``true_s``,
+    due ``due_s`` after it arrives a minute in) with the pool's last finished jobs ``history``."""
     clock = FakeClock(T0)
     arrives = T0 + timedelta(minutes=1)
     jobs = [Demand("hog", 8, T0, 900.0, gpu_model="V100"),
-            Demand("dl", 1, arrives, 5_000.0, gpu_model="V100", job_class=JobClass.STRICT,
-                   deadline=arrives + timedelta(seconds=3_300))]
+            Demand("dl", 1, arrives, est_s, gpu_model="V100", job_class=JobClass.STRICT,
+                   deadline=arrives + timedelta(seconds=due_s))]
     world = SimWorld(clock=clock, jobs=jobs, offerings=[OD], providers=["aws"], pool_nodes=1, gpus_per_node=8,
-                     gpu_model="V100", restart_s=300.0, runtimes={"hog": 900.0, "dl": 3_000.0}, history=history)
+                     gpu_model="V100", restart_s=300.0, runtimes={"hog": 900.0, "dl": true_s}, history=history)
     policy = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.0)))
     _, decisions = run_recorded(world, policy, clock, T0 + timedelta(hours=3))
     return world, decisions

@@ -12,31 +12,14 @@ Trusting its estimate (no history), it moves back, and the pause makes it miss.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
-from burster.clock import FakeClock
-from burster.model import Demand, JobClass, Market, Offering
-from policies.burster import BursterPolicy
-from policies.cost import CostModel, CostParams
 from providers.sim.world import SimWorld
-from tests.sim.harness import run_recorded
+from tests.sim.test_late_move_e2e import simulate as simulate_strict_job
 
-T0 = datetime(2026, 1, 5, tzinfo=UTC)
-OD = Offering("aws", "us-west-2", "usw2-az1", "p3.2xlarge", "V100", 1, Market.ON_DEMAND, 3.06)
 SPREAD = ((1.0, ""),) * 20 + ((1.35, ""),) * 10  # (true / estimated runtime, team) of the last jobs to finish
 
 
 def simulate(history: tuple[tuple[float, str], ...]) -> tuple[SimWorld, list[str]]:
-    clock = FakeClock(T0)
-    arrives = T0 + timedelta(minutes=1)
-    jobs = [Demand("hog", 8, T0, 900.0, gpu_model="V100"),
-            Demand("dl", 1, arrives, 3_000.0, gpu_model="V100", job_class=JobClass.STRICT,
-                   deadline=arrives + timedelta(seconds=4_500))]
-    world = SimWorld(clock=clock, jobs=jobs, offerings=[OD], providers=["aws"], pool_nodes=1, gpus_per_node=8,
-                     gpu_model="V100", restart_s=300.0, runtimes={"hog": 900.0, "dl": 4_100.0}, history=history)
-    policy = BursterPolicy(CostModel(CostParams(spot_interruptions_per_hour=0.0)))
-    _, decisions = run_recorded(world, policy, clock, T0 + timedelta(hours=3))
-    return world, decisions
+    return simulate_strict_job(history, est_s=3_000.0, true_s=4_100.0, due_s=4_500.0)
 
 
 def test_a_job_on_time_by_its_estimate_stays_where_the_pause_would_likely_cost_its_deadline() -> None:
