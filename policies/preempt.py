@@ -15,7 +15,9 @@ has work left after that, a move back; and its pauses cost their wait value. Sin
 A job sent away is priced where the burst rule would send it once requeued: a deadline job's
 market chosen for its run taken as long as ``BurstParams.market_quantile`` says
 (``policies.estimates.runs_long``); priced on the estimate instead, swaps chained, a requeued job
-preempting the next.
+preempting the next. Its work left is what the burst rule will believe once it is requeued
+(``policies.estimates.believed_requeued``: more than its estimate says, when an earlier attempt ran
+past it); priced on the estimate, two such jobs swapped one node back and forth.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from burster.model import Demand, JobClass, Market, Offering, Placement, PoolNod
 from burster.plan import Action, Hold, Launch, Preempt
 from policies.burst import BurstParams, choose
 from policies.cost import CostModel
-from policies.estimates import TRUSTED_WITHIN, runs_long
+from policies.estimates import TRUSTED_WITHIN, believed_requeued, runs_long, sorted_ratios
 from policies.offers import OfferBook, offer_book
 from policies.slack import slack_s
 
@@ -54,7 +56,8 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
               for a in launches if (job := _urgent(a, pending, deadline_too=a.request_id in waits)) is not None]
     if not urgent:
         return list(launches), []
-    reserved = _Reserved(snapshot, protected, _Away(cost, params, offer_book(snapshot, cost), now, long))
+    away = _Away(cost, params, offer_book(snapshot, cost), now, long, sorted_ratios(snapshot.runtime_ratios))
+    reserved = _Reserved(snapshot, protected, away)
     replaced: set[str] = set()
     actions: list[Action] = []
     for launch_usd, launch, job in sorted(urgent, key=lambda u: (-u[0], u[2].job_id)):
@@ -77,7 +80,7 @@ def preempt_for_urgent(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         deadline = cost.checkpoint_deadline(now)
         actions.append(Preempt(p.job.job_id, p.node_ids, deadline, reason=(
             f"requeue reserved job {p.job.job_id} ({p.job.gpus} GPU{'s' if p.job.gpus != 1 else ''}, "
-            f"{left_s / 3600.0:.1f} h left) so that "
+            f"{reserved.away.left_s(p) / 3600.0:.1f} h left) so that "
             f"job {job.job_id} runs on {node_id} {instead}: saves ${saving:.2f}")))
         actions.append(Hold(node_id, job.job_id, now, deadline + timedelta(seconds=cost.p.launch_latency_s), reason=(
             f"hold {node_id} for job {job.job_id} while {p.job.job_id} checkpoints")))
@@ -325,14 +328,20 @@ class _Away:
     shorten the cloud run)."""
 
     def __init__(self, cost: CostModel, params: BurstParams, book: OfferBook, now: datetime,
-                 long: float = 1.0) -> None:
+                 long: float = 1.0, ratios: Sequence[float] = ()) -> None:
         self.cost, self.params, self.book, self.now, self.long = cost, params, book, now, long
+        self.ratios = ratios  # sorted Snapshot.runtime_ratios
         self._targets: dict[str, _Target | None] = {}
 
     def long_left_s(self, p: Placement) -> float:
         """Seconds until reserved job ``p`` ends if it runs ``long`` times its estimate (at least as
         long as by its estimate)."""
         return max(p.remaining_s(self.now), p.job.est_runtime_s * self.long - p.done_s(self.now))
+
+    def left_s(self, p: Placement) -> float:
+        """Seconds of work reserved job ``p`` has left as its price reads them (believed requeued)."""
+        t = self.target(p)
+        return p.remaining_s(self.now) if t is None else t.job.remaining_s
 
     def target(self, p: Placement) -> _Target | None:
         key = p.job.job_id
@@ -343,7 +352,7 @@ class _Away:
     def _target(self, p: Placement) -> _Target | None:
         cost = self.cost
         pause_s = cost.pause_s + cost.p.launch_latency_s  # the write, its new node's boot, the restart
-        job = p.job_now(self.now)
+        job = believed_requeued(p.job_now(self.now), self.ratios)  # as the burst rule will see it requeued
         later = self.now + timedelta(seconds=pause_s)
         slack = slack_s(job, later, cost)
         if slack < self.params.deadline_margin_s + cost.p.restart_overhead_s:
