@@ -43,13 +43,6 @@ def share_within(ratios: Sequence[float], low: float, high: float) -> float:
     return (bisect.bisect_right(ordered, high) - bisect.bisect_right(ordered, low)) / len(ordered)
 
 
-def interruption_loss_s(job: Demand, offering: Offering, cost: CostModel) -> float:
-    """What one interruption of ``job`` on spot ``offering`` costs it in time: a restart and a relaunch,
-    plus the checkpoint written on notice, or half a checkpoint interval of work where the notice
-    is too short to write one (``CostModel.interruption_loss_s``)."""
-    return cost.interruption_loss_s(offering, job.checkpoint_interval_s)
-
-
 def late_spot_risk_usd(job: Demand, offering: Offering, allowed: float, ratios: Sequence[float],
                        cost: CostModel, run_s: float | None = None) -> float:
     """Expected miss $ spot ``offering`` adds for ``job``, whose deadline allows a whole run of at most
@@ -58,7 +51,7 @@ def late_spot_risk_usd(job: Demand, offering: Offering, allowed: float, ratios: 
     run_s = job.remaining_s if run_s is None else run_s
     rate = cost.nodes_for(job, offering) * cost.interruption_rate(offering)
     p_interrupted = 1.0 - math.exp(-rate * run_s / 3600.0)
-    band = interruption_loss_s(job, offering, cost) / job.est_runtime_s
+    band = cost.interruption_loss_s(offering, job.checkpoint_interval_s) / job.est_runtime_s
     return p_interrupted * share_within(ratios, allowed - band, allowed) * cost.miss_usd(job)
 
 

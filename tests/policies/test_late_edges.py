@@ -17,7 +17,6 @@ from policies.burst import BurstParams, burst
 from policies.cost import CostModel, CostParams
 from policies.late import (
     choose_late,
-    interruption_loss_s,
     late_by_estimate,
     late_spot_risk_usd,
     late_stays_on_spot,
@@ -68,8 +67,8 @@ def test_share_within_is_open_below_and_closed_above() -> None:
 
 def test_one_interruption_loses_a_restart_a_boot_and_the_write_on_notice_or_half_an_interval() -> None:
     job = replace(job_due(7200), checkpoint_interval_s=1800.0)
-    assert interruption_loss_s(job, SPOT, COST) == 300 + 180 + 60  # AWS: 120 s notice >= 60 s write
-    assert interruption_loss_s(job, AZURE, COST) == 300 + 180 + 900
+    assert COST.interruption_loss_s(SPOT, job.checkpoint_interval_s) == 300 + 180 + 60  # AWS: 120 s notice, 60 s write
+    assert COST.interruption_loss_s(AZURE, job.checkpoint_interval_s) == 300 + 180 + 900
 
 
 def test_late_spot_risk_is_the_gangs_interruption_chance_times_the_band_share_over_the_whole_estimate() -> None:
