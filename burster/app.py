@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -39,6 +40,7 @@ from providers.sim.spot import SpotSeries, load_series, load_series_path, series
 
 BUNDLED = Path(__file__).parent / "data"
 DEMO_TRACE = BUNDLED / "traces" / "philly_mix1_week_sample.csv.gz"
+_log = logging.getLogger("burster.traces")  # shown as the trace loader's summaries are (``burster.cli``)
 
 
 def cost_model(config: BursterConfig, rates: dict[str, float] | None = None) -> CostModel:
@@ -227,9 +229,10 @@ def build_simulation(config: BursterConfig, trace: Trace, *, policy: str, seed: 
     if unknown:
         raise ConfigError(f"unknown provider(s) {', '.join(unknown)}; valid: {', '.join(PROVIDERS)}")
     check_window(days, start_day)
-    start = trace.day(start_day)
-    # the whole trace includes its last arrival; a window [start, start + days) does not
-    end = trace.end + timedelta(microseconds=1) if days is None else start + timedelta(days=days)
+    start, end = trace.window(start_day, days)
+    if days is not None and start < end < start + timedelta(days=days):
+        _log.warning("%s: day %g + %g d runs past the trace's last day (%d); replayed to its end (day %g + %g d)",
+                     trace.name, start_day, days, trace.last_day, start_day, (end - start) / timedelta(days=1))
     model = config.pool.gpu_model
     jobs = [j if j.gpu_model else replace(j, gpu_model=model) for j in trace.jobs if start <= j.submitted_at < end]
     if not jobs:

@@ -154,6 +154,22 @@ def test_a_whole_trace_replay_includes_its_last_arrival(tmp_path: Path,
     assert out["jobs"] == out["jobs_finished"] == 2
 
 
+def test_a_window_past_the_trace_s_last_day_is_cut_there_saying_so(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """On-prem utilization counts the window: days past the last arrival would only dilute it."""
+    trace = _philly(tmp_path / "trace_job_Philly_day.csv",
+                    "0,vc,8,5,5,vgg,7200,1,60,10,1,best\n"
+                    "1,vc,8,65,5,vgg,7200,1,60,10,1,best\n")
+    runs = {}
+    for days in ("1", "30"):
+        assert main(["simulate", "--trace", str(trace), "--pool-nodes", "2", "--days", days, "--json"]) == 0
+        cap = capsys.readouterr()
+        runs[days] = (json.loads(cap.out), cap.err)
+    assert runs["1"][0]["onprem_utilization"] == runs["30"][0]["onprem_utilization"] > 0.05
+    assert "runs past" not in runs["1"][1]
+    assert "day 0 + 30 d runs past the trace's last day (0); replayed to its end (day 0 + 1 d)" in runs["30"][1]
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--days", "0"], "--days must be in (0, 365]; got 0"),
     (["--days", "400"], "--days must be in (0, 365]; got 400"),

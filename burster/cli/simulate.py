@@ -49,7 +49,8 @@ def register(sub: Any) -> None:
     p.add_argument("--providers", metavar="LIST", default="aws,gcp,azure",
                    help="clouds to burst to (comma-separated)")
     p.add_argument("--days", type=finite_float, metavar="D",
-                   help="length of the window to replay, in (0, 365] days (default: whole trace)")
+                   help="length of the window to replay, in (0, 365] days (default: whole trace); cut, "
+                        "saying so, at the end of the trace's last day")
     p.add_argument("--start-day", type=finite_float, metavar="D", default=0.0,
                    help="window start, in days from trace start (default 0)")
     p.add_argument("--seed", type=int, metavar="N", default=0, help="seed for launch latency and the spot model")

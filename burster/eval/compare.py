@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -122,8 +122,7 @@ def cached_trace(path: str, fmt: str | None) -> Trace:
 
 def window_jobs(trace: Trace, w: Window, pool_model: str) -> tuple[datetime, datetime, list[Demand]]:
     """The window's start, end and jobs, filtered and defaulted exactly as ``build_simulation`` does."""
-    start = trace.day(w.start_day)
-    end = start + timedelta(days=w.days)
+    start, end = trace.window(w.start_day, w.days)
     jobs = [j if j.gpu_model else replace(j, gpu_model=pool_model)
             for j in trace.jobs if start <= j.submitted_at < end]
     return start, end, jobs

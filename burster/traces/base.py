@@ -60,6 +60,20 @@ class Trace:
         """Where day ``n`` of the trace begins (``--start-day``): its first arrival's midnight, plus ``n`` days."""
         return self.start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=n)
 
+    @property
+    def last_day(self) -> int:
+        """The day (``day``'s numbering) of the last arrival."""
+        return math.floor((self.end - self.day(0)) / timedelta(days=1))
+
+    def window(self, start_day: float, days: float | None) -> tuple[datetime, datetime]:
+        """The replay window [start, end) from day ``start_day``, ``days`` long but cut at the end of the
+        trace's last day (days without arrivals would only dilute on-prem utilization); with ``days``
+        None, the whole rest of the trace, its last arrival included."""
+        start = self.day(start_day)
+        if days is None:
+            return start, self.end + timedelta(microseconds=1)
+        return start, max(start, min(start + timedelta(days=days), self.day(self.last_day + 1)))
+
 
 TRACE_FILE = "trace file"
 
