@@ -128,10 +128,10 @@ class Plan:
         return tuple(a for a in self.actions if isinstance(a, Checkpoint))
 
     def explain(self, listed: frozenset[str] = frozenset()) -> list[str]:
-        """One line per action, refusal and held-back launch, for ``--explain`` and decision events;
-        held-back launches whose request id is in ``listed`` (already logged) are left out."""
+        """One line per action, refusal (why, then what was refused) and held-back launch, for ``--explain``
+        and decision events; held-back launches whose request id is in ``listed`` (already logged) are left out."""
         lines = [f"{type(a).__name__.lower()}: {a.reason}" for a in self.actions]
-        lines += [f"refused {type(a).__name__.lower()}: {why}" for a, why in self.refused]
+        lines += [f"refused {type(a).__name__.lower()}: {why}; {a.reason}" for a, why in self.refused]
         lines += [f"held back launch: {a.reason}; {why}" for a, why in self.held_back if a.request_id not in listed]
         return lines
 

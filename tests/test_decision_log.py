@@ -30,3 +30,10 @@ def test_a_held_back_launch_is_logged_when_it_is_first_held_back_not_at_every_pa
     assert log.lines(Plan()) == [] and log.lines(held("a")) == ["held back launch: job a bursts; max nodes 2 reached"]
     # a single plan's own explanation lists everything it holds back
     assert len(held("a", "b").explain()) == 2
+
+
+def test_a_refusal_says_why_and_what_was_refused() -> None:
+    """A refused launch names its job and offering, as the launch would have: "refused launch: launch
+    rate limit 60/min reached" alone left a reader to guess whose burst waited."""
+    refused = Plan(refused=((launch("a"), "launch rate limit 60/min reached"),))
+    assert DecisionLog().lines(refused) == ["refused launch: launch rate limit 60/min reached; job a bursts"]
