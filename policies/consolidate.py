@@ -8,14 +8,12 @@ and the pool starts it on the nodes launched for it. A capacity error on the new
 the job nothing (the offering is blocked and the job stays where it is); the job pauses only for
 the checkpoint and the restart, not for a boot.
 
-The move is made when the expected cost of staying (remaining run plus rework on its pool, and
-the wait value of the relaunch pauses its interruptions cause) exceeds the expected cost of moving
-(the new nodes' boot and the restart billed, the old nodes' checkpoint write, the wait value of
-the pause, the new pool's rework and interruption pauses). A deadline job moves only
-if its slack keeps the deadline margin after the changeover; with ``price_late``, a move onto or
-off spot also weighs the miss $ the spread of runtime estimates puts on a spot run (a job
-switched to on-demand because its spot run risked its deadline was moved straight back to another
-spot pool for cents, and missed when it ran longer than its estimate).
+The move is made to where the burst rule would launch the job now, when it saves more than it costs
+(``policies.moves``: staying against the boot, the restart, the pause and the new pool's rework; with
+``price_late``, the miss $ the spread of runtime estimates puts on a spot run, as a job switched to
+on-demand because its spot run risked its deadline was moved straight back to another spot pool for
+cents, and missed when it ran longer than its estimate). A deadline job moves only if its slack keeps
+the deadline margin after the changeover.
 """
 
 from __future__ import annotations
@@ -26,15 +24,15 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, InFlight, JobClass, Market, Offering, Placement, Snapshot
+from burster.model import Demand, InFlight, Offering, Placement, Snapshot
 from burster.plan import Action, Checkpoint, Launch, request_id
 from policies.burst import BurstParams, choose
 from policies.cost import CostModel
 from policies.deadline import holds_gang, launched_for_running
 from policies.guards import NodeRoom, replays
-from policies.late import late_spot_risk_usd
+from policies.moves import interruption_pauses_usd, move_saving_usd, room_to_move
 from policies.offers import OfferBook, flights_by_job, kept_in_flight, offer_book
-from policies.slack import slack_s, spot_rework_limit
+from policies.slack import spot_rework_limit
 
 
 def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
@@ -92,9 +90,8 @@ def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params:
     if target is not None and target.key == current.key and key in book.targets:
         return None  # most passes: the job is already where it would be launched (no Demand built)
     job = p.job_now(snapshot.now)
-    slack = slack_s(job, snapshot.now, cost)
-    if slack != math.inf and slack - cost.pause_s < params.deadline_margin_s:
-        return None  # no room for a changeover: the deadline rules own this job
+    if not room_to_move(job, snapshot.now, cost, params.deadline_margin_s):
+        return None
     if kept is None and key not in book.targets:  # (a move in flight stays while it stands: no wake)
         target = choose(job, snapshot.now, cost, params, book)
         if _target_holds(job, snapshot, cost, params):
@@ -103,10 +100,8 @@ def _launch_if_it_pays(p: Placement, current: Offering, cost: CostModel, params:
             wakes.append(at)
     if target is None or target.key == current.key:
         return None
-    saved = _stay_usd(job, current, cost) - _move_usd(job, p, target, cost, snapshot)
-    if params.price_late and saved > 0:
-        saved += _spread_risk_usd(job, current, 0.0, cost, snapshot) \
-            - _spread_risk_usd(job, target, cost.pause_s, cost, snapshot)
+    saved = move_saving_usd(job, current, p.price_per_hour_usd, target, cost, snapshot.now, snapshot.runtime_ratios,
+                            params.price_late)
     if saved <= 0:
         return None
     count = cost.nodes_for(job, target)
@@ -171,49 +166,10 @@ def _saving_bound(p: Placement, current: Offering, book: OfferBook, cost: CostMo
             line = (0.0, 1.0)
         else:
             low = book.rate(job, cheapest)
-            per_h = book.rate(job, current) - low + _interruption_pauses_usd(job, current, cost, 3600.0)
+            per_h = book.rate(job, current) - low + interruption_pauses_usd(job, current, cost, 3600.0)
             fixed = (low * cost.p.restart_overhead_s / 3600.0
                      + job.gpus * cost.pause_s / 3600.0 * cost.p.wait_value_usd_per_gpu_hour * (1 + job.priority))
             line = (per_h, fixed)
         book.bounds[key] = line
     per_h, fixed = line
     return per_h * p.remaining_s(snapshot.now) / 3600.0 - fixed
-
-
-def _stay_usd(job: Demand, current: Offering, cost: CostModel) -> float:
-    """Expected $ to finish on the nodes it has (already booted), with its interruptions' pauses."""
-    nodes = cost.nodes_for(job, current)
-    run_s = job.remaining_s * (1 + cost.rework_fraction(current, job.checkpoint_interval_s, nodes))
-    return nodes * current.price_per_hour_usd * run_s / 3600.0 + _interruption_pauses_usd(job, current, cost)
-
-
-def _interruption_pauses_usd(job: Demand, offering: Offering, cost: CostModel, run_s: float | None = None) -> float:
-    """Wait value of the pauses that interruptions on ``offering`` cause over the rest of the run:
-    the rework rate prices a restart as run time, not the wait for a new node to boot, and a move
-    trades one pool's interruptions for another's."""
-    run_s = job.remaining_s if run_s is None else run_s
-    interruptions = cost.nodes_for(job, offering) * cost.interruption_rate(offering) * run_s / 3600.0
-    return (interruptions * job.gpus * cost.p.launch_latency_s / 3600.0
-            * cost.p.wait_value_usd_per_gpu_hour * (1 + job.priority))
-
-
-def _move_usd(job: Demand, p: Placement, target: Offering, cost: CostModel, snapshot: Snapshot) -> float:
-    """Expected $ to finish on ``target``: its run with boot and restart, the old nodes' checkpoint
-    write, the wait cost of the pause (the boot overlaps the job's run on its old nodes), and its
-    interruptions' pauses."""
-    restart = job.with_done(job.done_s - cost.p.restart_overhead_s)  # the restart runs again
-    write_usd = p.price_per_hour_usd * cost.p.checkpoint_write_s / 3600.0
-    return (cost.job_cost_usd(restart, target) + write_usd + cost.wait_cost_usd(job, cost.pause_s, snapshot.now)
-            + _interruption_pauses_usd(job, target, cost))
-
-
-def _spread_risk_usd(job: Demand, offering: Offering, pause_s: float, cost: CostModel, snapshot: Snapshot) -> float:
-    """Miss $ a deadline job's rest of run on spot ``offering`` (after a pause of ``pause_s``) risks
-    from the spread of runtime estimates: P(an interruption) x the share of the finished jobs'
-    runtime ratios within one interruption's loss below the ratio its deadline allows
-    (``late_spot_risk_usd``). 0 on other markets, without a deadline, or with exact estimates and
-    the slack consolidation requires."""
-    if offering.market is not Market.SPOT or job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
-        return 0.0
-    allowed = ((job.deadline - snapshot.now).total_seconds() - pause_s + job.done_s) / job.est_runtime_s
-    return late_spot_risk_usd(job, offering, allowed, snapshot.runtime_ratios, cost)
