@@ -26,7 +26,8 @@ def test_no_values_give_zero() -> None:
 
 def test_utilization_is_over_the_whole_window_when_the_work_ends_early() -> None:
     """One 8-GPU job of an hour on an 8-GPU pool over a day: the pool was busy 1/24 of the window,
-    though the simulation has nothing left to do after the first hour."""
+    though the simulation has nothing left to do after the first hour. Over two days, with a minute's
+    job on the second, (3600 + 60) s of 172,800; a third day, past the trace's last, is not counted."""
     from datetime import UTC, datetime, timedelta
 
     from burster.app import build_simulation
@@ -36,12 +37,13 @@ def test_utilization_is_over_the_whole_window_when_the_work_ends_early() -> None
     from burster.traces.base import Trace
 
     t0 = datetime(2026, 1, 5, tzinfo=UTC)
-    trace = Trace("one", "memory", (Demand("j", 8, t0 + timedelta(minutes=1), 3600.0, gpu_model="V100"),))
-    for days in (1, 2):
+    trace = Trace("two", "memory", (Demand("j", 8, t0 + timedelta(minutes=1), 3600.0, gpu_model="V100"),
+                                    Demand("k", 8, t0 + timedelta(days=1, minutes=1), 60.0, gpu_model="V100")))
+    for days, busy_s in ((1, 3600.0), (2, 3660.0), (3, 3660.0)):
         sim = build_simulation(parse_config({"pool": {"nodes": 1, "gpus_per_node": 8, "gpu_model": "V100"}}),
                                trace, policy="burster", seed=0, days=days)
         run(sim.world, sim.reconciler, sim.clock, tick_s=10.0, end=sim.end)
-        assert sim.world.pool.metrics.utilization == pytest.approx(1 / (24 * days))
+        assert sim.world.pool.metrics.utilization == pytest.approx(busy_s / (86400.0 * min(days, 2)))
 
 
 def test_dollar_keys_are_floats_when_nothing_was_spent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
