@@ -9,7 +9,8 @@ utilization is reported per setting and flagged outside 70-95 %.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from pathlib import Path
 
 from burster.config import PoolConfig
@@ -105,6 +106,8 @@ def plan_settings(windows: Sequence[Window], *, seeds: Sequence[int], nodes: Seq
             unloadable.add(w.path)
             continue
         start, end, jobs = window_jobs(trace, w, POOL_MODEL)
+        if jobs and (cut := (end - start) / timedelta(days=1)) < w.days:  # as a simulation cuts it: Trace.window
+            w = replace(w, days=cut)  # (so the label says what runs)
         if not jobs:
             why = f"no jobs submitted in day {w.start_day:g} + {w.days:g} d of {w.path}"
             if strict:

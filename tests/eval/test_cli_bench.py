@@ -221,3 +221,13 @@ def test_a_missing_solver_is_a_clear_error_before_any_arm_runs(monkeypatch: pyte
     captured = capsys.readouterr()
     assert "burster: error: burster bench computes the offline lower bound with HiGHS" in captured.err
     assert "pip install 'burster[eval]'" in captured.err and captured.out == ""
+
+
+def test_a_window_past_the_trace_s_last_day_is_labelled_as_cut(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``--days 30`` on a trace of one day runs (and says it runs) that day, as ``burster simulate`` cuts it."""
+    trace = write_trace(tmp_path)
+    (whole,) = records_of(capsys, one_setting(trace, "--days", "1"))
+    (asked,) = records_of(capsys, one_setting(trace, "--days", "30"))
+    assert whole["window"] == asked["window"] == "day 0 + 1 d"
+    assert asked["cloud_usd"] == whole["cloud_usd"] and asked["onprem_utilization"] == whole["onprem_utilization"]
