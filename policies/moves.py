@@ -5,8 +5,9 @@ checkpoints and restarts there. Staying costs its remaining run and rework on th
 and the wait value of the relaunch pauses its interruptions cause; moving costs the new nodes'
 boot and restart billed, the old nodes' checkpoint write, the wait value of the pause, and the new
 pool's rework and interruption pauses. With ``price_late``, a move onto or off spot also weighs the
-miss $ the spread of runtime estimates puts on a spot run. Read by ``policies.consolidate`` (moves
-of running jobs) and ``policies.burst`` (a launch consolidation would move at once goes there).
+miss $ the spread of runtime estimates puts on a spot run. Read by ``policies.consolidate``; kept apart
+so that a launch rule can ask what consolidation would do (BENCHMARKS.md, "A launch where consolidation
+would move it": tried, not landed).
 """
 
 from __future__ import annotations
