@@ -13,7 +13,8 @@ The move is made to where the burst rule would launch the job now, when it saves
 ``price_late``, the miss $ the spread of runtime estimates puts on a spot run, as a job switched to
 on-demand because its spot run risked its deadline was moved straight back to another spot pool for
 cents, and missed when it ran longer than its estimate). A deadline job moves only if its slack keeps
-the deadline margin after the changeover.
+the deadline margin after the changeover. The nodes a deadline switch launched are this rule's once
+the switch lapses: a job ahead of schedule again moves onto them only if that pays (``_at_break``).
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from burster.lifecycle import NodeState
-from burster.model import Demand, InFlight, Offering, Placement, Snapshot
-from burster.plan import Action, Checkpoint, Launch, request_id
+from burster.model import Demand, InFlight, JobClass, Market, Node, Offering, Placement, Snapshot
+from burster.plan import Action, Checkpoint, Launch, Terminate, request_id
 from policies.burst import BurstParams, choose
 from policies.cost import CostModel
 from policies.deadline import holds_gang, launched_for_running
 from policies.guards import NodeRoom, replays
-from policies.moves import interruption_pauses_usd, move_saving_usd, room_to_move
+from policies.moves import break_saving_usd, interruption_pauses_usd, move_saving_usd, room_to_move
 from policies.offers import OfferBook, flights_by_job, kept_in_flight, offer_book
 from policies.slack import spot_rework_limit
 
@@ -40,7 +41,8 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
                 skip_jobs: frozenset[str] = frozenset(), wakes: list[datetime] | None = None) -> list[Action]:
     """Launches of cheaper nodes for running cloud jobs (on none of the ``skip`` nodes, none of the
     ``skip_jobs``: e.g. switched to on-demand in this pass), and the
-    checkpoints that move a job once the nodes launched for it are all up. A move's launch that the
+    checkpoints that move a job once the nodes launched for it are all up (or, where a lapsed
+    switch's move no longer pays, their terminate). A move's launch that the
     node cap leaves no ``room`` for is held back there (with the cap full, or its slots kept for a
     launch held back before, none is worked out but a move in flight, asked again). ``wakes`` (if
     given) receives the instants a deadline job's choice may turn to a spot pool as its work gets
@@ -66,7 +68,7 @@ def consolidate(snapshot: Snapshot, cost: CostModel, params: BurstParams,
         new = launched.get(p.job.job_id)
         if new is not None:  # its new nodes were launched: move once all are up and hold its gang
             if all(n.state is NodeState.READY for n in new) and holds_gang(p.job, new):
-                out += _checkpoints(p, current, new[0].offering, cost, snapshot)
+                out += _at_break(p, current, new, cost, params, snapshot, skip)
             continue  # (a short set, a node of it ended, is given back: reclaim.give_back_short)
         if (opened or p.job.job_id in flying) and _saving_bound(p, current, book, cost, snapshot) > 0:
             candidates.append((p, current))  # (else no offering could pay for a move, or none has room)
@@ -142,6 +144,41 @@ def _target_holds(job: Demand, snapshot: Snapshot, cost: CostModel, params: Burs
     do: it depends on the job's shape alone unless a spot run's rework limit bounds it, and that
     limit (slack over remaining work) moves as the work gets done."""
     return bool(params.market_order) or spot_rework_limit(job, snapshot.now, cost, params) == math.inf
+
+
+def _at_break(p: Placement, current: Offering, new: Sequence[Node], cost: CostModel, params: BurstParams,
+              snapshot: Snapshot, skip: frozenset[str]) -> list[Action]:
+    """Once the nodes launched for ``p``'s job are all up: the checkpoint that moves it there. A move
+    off spot onto on-demand of a job ahead of schedule again (a deadline switch whose reason lapsed
+    while they booted: its slack back over the changeover and the margin) is made only while it
+    pays with their boot spent (``break_saving_usd``); else the nodes go back and the job stays. A
+    switch launched on a belief of the job's runtime that the next finished job changed had moved
+    it to on-demand, and straight back to spot for cents. (A move to cheaper capacity is made as
+    launched: its saving moved only by the spread's noise; a job whose switch lapsed as its
+    believed end neared moves too: an overrun job is believed to end soon, then runs on.)"""
+    target = new[0].offering
+    job = p.job_now(snapshot.now)
+    off_spot = current.market is Market.SPOT and target.market is Market.ON_DEMAND
+    if not off_spot or not _ahead(job, snapshot.now, cost, params):
+        return _checkpoints(p, current, target, cost, snapshot)
+    saved = break_saving_usd(job, current, p.price_per_hour_usd, target, cost, snapshot.now,
+                             snapshot.runtime_ratios, params.price_late)
+    ids = tuple(sorted(n.node_id for n in new))
+    if saved > 0 or any(i in skip for i in ids):  # (protected nodes are not given back)
+        return _checkpoints(p, current, target, cost, snapshot)
+    return [Terminate(ids, request_id=request_id("drop-move", job.job_id, *ids),
+                      reason=(f"the nodes launched to move job {job.job_id} to {target.key} are up, but the move "
+                              f"no longer pays (${saved:.2f} over its remaining {job.remaining_s / 3600.0:.1f} h): "
+                              f"they go back, it stays on {current.key}"))]
+
+
+def _ahead(job: Demand, now: datetime, cost: CostModel, params: BurstParams) -> bool:
+    """Whether a deadline job's slack (its estimate's) is at least a changeover and the margin: not
+    behind schedule (``policies.slack.behind_schedule``)."""
+    if job.deadline is None or job.job_class is JobClass.BEST_EFFORT:
+        return False
+    slack = (job.deadline - now).total_seconds() - job.remaining_s
+    return slack >= cost.pause_s + params.deadline_margin_s
 
 
 def _checkpoints(p: Placement, current: Offering, target: Offering, cost: CostModel,

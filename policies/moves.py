@@ -57,14 +57,32 @@ def interruption_pauses_usd(job: Demand, offering: Offering, cost: CostModel, ru
             * cost.p.wait_value_usd_per_gpu_hour * (1 + job.priority))
 
 
-def move_usd(job: Demand, current_usd_per_hour: float, target: Offering, cost: CostModel, now: datetime) -> float:
-    """Expected $ to finish on ``target``: its run with boot and restart, the old nodes' checkpoint
-    write, the wait cost of the pause (the boot overlaps the job's run on its old nodes), and its
-    interruptions' pauses."""
+def move_usd(job: Demand, current_usd_per_hour: float, target: Offering, cost: CostModel, now: datetime,
+             *, booted: bool = False) -> float:
+    """Expected $ to finish on ``target``: its run with boot (``booted``: its nodes are up, the boot
+    spent) and restart, the old nodes' checkpoint write, the wait cost of the pause (the boot
+    overlaps the job's run on its old nodes), and its interruptions' pauses."""
     restart = job.with_done(job.done_s - cost.p.restart_overhead_s)  # the restart runs again
     write_usd = current_usd_per_hour * cost.p.checkpoint_write_s / 3600.0
-    return (cost.job_cost_usd(restart, target) + write_usd + cost.wait_cost_usd(job, cost.pause_s, now)
-            + interruption_pauses_usd(job, target, cost))
+    if booted:
+        nodes = cost.nodes_for(job, target)
+        run_s = restart.remaining_s * (1 + cost.rework_fraction(target, job.checkpoint_interval_s, nodes))
+        run_usd = nodes * target.price_per_hour_usd * cost.billed_hours(target.provider, run_s)
+    else:
+        run_usd = cost.job_cost_usd(restart, target)
+    return run_usd + write_usd + cost.wait_cost_usd(job, cost.pause_s, now) + interruption_pauses_usd(job, target, cost)
+
+
+def break_saving_usd(job: Demand, current: Offering, current_usd_per_hour: float, target: Offering, cost: CostModel,
+                     now: datetime, ratios: Sequence[float], price_late: bool) -> float:
+    """Expected $ moving ``job`` now onto ``target`` nodes already up saves (make before break, at the
+    break): ``move_saving_usd`` with their boot spent and, with ``price_late``, the spread's miss $
+    of either pool weighed whatever the price difference (a move off spot may pay by it alone)."""
+    saved = stay_usd(job, current, cost) - move_usd(job, current_usd_per_hour, target, cost, now, booted=True)
+    if price_late:
+        saved += spread_risk_usd(job, current, 0.0, cost, now, ratios) \
+            - spread_risk_usd(job, target, cost.pause_s, cost, now, ratios)
+    return saved
 
 
 def spread_risk_usd(job: Demand, offering: Offering, pause_s: float, cost: CostModel, now: datetime,
