@@ -29,7 +29,7 @@ from policies.queue import ReservedQueue, held_by_job, room_at_s, running_ends_b
 from policies.reclaim import (
     Claims,
     NodeRoom,
-    leaving_cloud,
+    claims_of,
     movable_cloud,
     move_checkpoints,
     move_paying_usd,
@@ -110,7 +110,7 @@ class _FreeNodes:
 
     @cached_property
     def claims(self) -> Claims:
-        return Claims(self.snapshot.pending, leaving_cloud(self.snapshot), self.queue, self.requeue)
+        return claims_of(self.snapshot, self.queue, self.requeue)
 
     def spare(self, model: str) -> int:
         """Free GPUs of ``model`` on nodes not held."""

@@ -161,7 +161,7 @@ def move_back(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue,
         free[m] -= nodes.withheld[m]
     leaving = leaving_cloud(snapshot)
     owed = [*snapshot.pending, *leaving]
-    claims = Claims(snapshot.pending, leaving, queue, requeue)
+    claims = claims_of(snapshot, queue, requeue)
     backfill = _Backfill(snapshot, owed, queue)
     for p in sorted(movable_cloud(snapshot, protected), key=lambda p: (-p.price_per_hour_usd, p.job.job_id)):
         model = queue.model_for(p.job)
@@ -219,6 +219,19 @@ def move_checkpoints(p: Placement, cost: CostModel, now: datetime, reason: str) 
     """The checkpoints that move cloud job ``p`` back to the pool's queue."""
     deadline = cost.checkpoint_deadline(now)
     return [Checkpoint(node_id, p.job.job_id, deadline, reason=reason) for node_id in p.node_ids]
+
+
+_CLAIMS: list[tuple[Snapshot, ReservedQueue, Requeue, Claims]] = []
+
+
+def claims_of(snapshot: Snapshot, queue: ReservedQueue, requeue: Requeue) -> Claims:
+    """The ``Claims`` of a pass (its snapshot and queue), built once: the node holds and move-back
+    read the same (a memo of a pure function; a tenth of a 1k-job decision built it twice)."""
+    if _CLAIMS and _CLAIMS[0][0] is snapshot and _CLAIMS[0][1] is queue and _CLAIMS[0][2] is requeue:
+        return _CLAIMS[0][3]
+    claims = Claims(snapshot.pending, leaving_cloud(snapshot), queue, requeue)
+    _CLAIMS[:] = [(snapshot, queue, requeue, claims)]
+    return claims
 
 
 class Claims:
