@@ -23,6 +23,9 @@ than the demo's fits on most drawn pools, and a run that never bursts checks lit
 per seed) with the controller restarted K times and checks it plans as the uninterrupted run
 (tests/sim/oracle_restarts.py).
 
+``--seed-timeout S`` stops a seed that runs past S seconds (a draw can take twenty minutes: seed 3713,
+2,727 launches in a day) and goes on to the next; it is said so (``timed out``) and found nothing.
+
 One line per seed: ``ok`` or the config, then the first findings (``--json``: one object, with the
 run's jobs, cloud dollars, launches and passes, to tell seeds that burst); exit status 1 if any seed
 found one.
@@ -31,15 +34,17 @@ found one.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import logging
 import random
+import signal
 import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -266,6 +271,30 @@ def _findings(d: Draw, trace: Trace, hours: float | None, restarts: int, store: 
     return found
 
 
+class SeedTimeout(BaseException):
+    """A seed ran past ``--seed-timeout`` (not an Exception: a crash is a finding, this is not)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise ``SeedTimeout`` in the block once it has run ``seconds`` (None: no limit; SIGALRM, so the
+    main thread of a Unix process)."""
+    if seconds is None:
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise SeedTimeout
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.sim.fuzz_oracle", description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="0:20", help="FIRST:END (END excluded), default 0:20")
@@ -283,7 +312,11 @@ def main(argv: list[str] | None = None) -> int:
                     "into the trace on (default 0)")
     ap.add_argument("--pool-nodes", type=int, default=None, metavar="N", help="every seed's pool has N nodes "
                     "(default: drawn, 4 to 24)")
+    ap.add_argument("--seed-timeout", type=float, default=None, metavar="S", help="stop a seed that runs past S "
+                    "seconds, say so, and go on to the next (default: no limit)")
     a = ap.parse_args(argv)
+    if a.seed_timeout is not None and not a.seed_timeout > 0:
+        ap.error(f"--seed-timeout {a.seed_timeout:g}: give seconds, more than 0")
     if a.from_day < 0:
         ap.error(f"--from-day {a.from_day:g}: give days into the trace, 0 or more")
     if a.pool_nodes is not None and a.pool_nodes < 1:
@@ -315,7 +348,14 @@ def main(argv: list[str] | None = None) -> int:
                   else f"seed {seed}: skipped, no jobs in day {d.start_day:g} of the trace", flush=True)
             continue
         ran: dict[str, Any] = {}
-        found = findings(d, trace, a.hours, a.restarts, ran, a.store)
+        try:
+            with time_limit(a.seed_timeout):
+                found = findings(d, trace, a.hours, a.restarts, ran, a.store)
+        except SeedTimeout:
+            print(json.dumps({"seed": seed, "ok": True, "timed_out": a.seed_timeout, "policy": d.policy,
+                              "config": d.raw}) if a.json
+                  else f"seed {seed}: timed out after {a.seed_timeout:g} s (found nothing by then)", flush=True)
+            continue
         failed += bool(found)
         if a.json:
             wall_s = round(time.monotonic() - t0, 1)

@@ -217,3 +217,21 @@ def test_from_seed_2600_on_pool_outages_are_drawn_and_the_budget_stop_holds_thro
     assert findings(d, TRACE, 24) == []
     assert findings(d, TRACE, 2.5) == []  # it stops in an outage: the oracle
     # reads the pool itself, not the controller's view of it (fuzzed Philly MIX1 seed 2724 crashed there)
+
+
+def test_a_seed_past_its_time_limit_is_said_and_the_next_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """--seed-timeout stops a long seed (found nothing: exit 0) and goes on to the next seed."""
+    assert main(["--seeds", "5:7", "--seed-timeout", "0.05", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(got["seed"], got["ok"], got["timed_out"]) for got in lines] == [(5, True, 0.05), (6, True, 0.05)]
+    assert main(["--seeds", "5:6", "--seed-timeout", "0.05"]) == 0
+    assert capsys.readouterr().out == "seed 5: timed out after 0.05 s (found nothing by then)\n"
+    assert main(["--seeds", "5:6", "--hours", "1", "--seed-timeout", "600", "--json"]) == 0
+    assert "timed_out" not in json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("bad", ["0", "-3"])
+def test_a_seed_timeout_not_above_zero_says_what_to_give(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--seeds", "0:1", "--seed-timeout", bad])
+    assert f"--seed-timeout {bad}: give seconds, more than 0" in capsys.readouterr().err
