@@ -226,7 +226,7 @@ _CLAIMS: list[tuple[Snapshot, ReservedQueue, Requeue, Claims]] = []
 
 def claims_of(snapshot: Snapshot, queue: ReservedQueue, requeue: Requeue) -> Claims:
     """The ``Claims`` of a pass (its snapshot and queue), built once: the node holds and move-back
-    read the same (a memo of a pure function; a tenth of a 1k-job decision built it twice)."""
+    read the same (a memo of a pure function: building it twice was 2 ms of a 30 ms 1k-job decision)."""
     if _CLAIMS and _CLAIMS[0][0] is snapshot and _CLAIMS[0][1] is queue and _CLAIMS[0][2] is requeue:
         return _CLAIMS[0][3]
     claims = Claims(snapshot.pending, leaving_cloud(snapshot), queue, requeue)
