@@ -112,8 +112,8 @@ class BursterPolicy:
                     actions += hold_nodes(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s,
                                           wakes, room, p.guards.protected_node_ids)
                 back = move_back(snapshot, self.cost, queue, p.reclaim.requeue, p.burst.deadline_margin_s, room,
-                                 p.guards.protected_node_ids)
-            back += held_moves(snapshot, self.cost, p.burst.deadline_margin_s, p.guards.protected_node_ids)
+                                 p.guards.protected_node_ids, wakes)
+            back += held_moves(snapshot, self.cost, p.burst.deadline_margin_s, p.guards.protected_node_ids, wakes)
             actions = _settle_moves(actions, [a for a in back if a.node_id not in busy], snapshot)
         if p.reclaim.consolidate and not stopping:  # (a move's launch is a launch)
             # protected nodes can't be checkpointed: launching a job's new nodes would only idle them

@@ -34,16 +34,17 @@ from policies.reclaim import (
     move_checkpoints,
     move_paying_usd,
     reserved_room,
-    too_tight,
+    tight,
 )
 
 GRACE_S = 900.0  # a hold outlives the expected emptying by this much (estimates run late)
 
 
 def held_moves(snapshot: Snapshot, cost: CostModel, margin_s: float,
-               protected: frozenset[str] = frozenset()) -> list[Checkpoint]:
+               protected: frozenset[str] = frozenset(), wakes: list[datetime] | None = None) -> list[Checkpoint]:
     """Move back every cloud job whose held nodes now have room for all of its gang (none on a
-    protected node: ``movable_cloud``)."""
+    protected node: ``movable_cloud``); ``wakes`` (if given) receives the deadline of each too tight
+    to move, where it may (``reclaim.tight``)."""
     held = held_by_job(snapshot.pool_nodes)
     if not held:
         return []
@@ -52,7 +53,7 @@ def held_moves(snapshot: Snapshot, cost: CostModel, margin_s: float,
         nodes = held.get(p.job.job_id)
         if not nodes or sum(n.free_gpus >= p.job.gpus_per_node for n in nodes) < p.job.nodes:
             continue
-        if too_tight(p, snapshot.now, cost, margin_s) or move_paying_usd(p, cost, snapshot) <= 0:
+        if tight(p, snapshot.now, cost, margin_s, wakes) or move_paying_usd(p, cost, snapshot) <= 0:
             continue
         out += move_checkpoints(p, cost, snapshot.now,
                                 f"reserved nodes held for job {p.job.job_id} have room: move it back on-prem")
@@ -77,7 +78,7 @@ def hold_nodes(snapshot: Snapshot, cost: CostModel, queue: ReservedQueue, requeu
         if model is None or p.job.job_id in nodes.holders:
             continue
         emptying = nodes.emptying_first(p.job, model)
-        if emptying is None or too_tight(p, now, cost, margin_s):
+        if emptying is None or tight(p, now, cost, margin_s, wakes):
             continue
         wait_s = emptying[-1][0]
         saving, idle, pays_at = _hold_value(p, emptying, nodes, cost, now)

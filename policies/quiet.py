@@ -9,7 +9,9 @@ time-dependent quantity they use moves in lockstep:
   "almost done" and the savings of moving a job back on-prem or to cheaper cloud capacity only turn
   actions *off* as time passes; but its spot rework limit (slack over remaining work) grows, so a
   spot pool may come to qualify for a move: consolidation names that instant
-  (``consolidate.spot_qualifies_at``);
+  (``consolidate.spot_qualifies_at``); and a cloud job too near its deadline for a move back's
+  pause may move once the deadline has passed: the move-back and hold rules name it
+  (``reclaim.tight``);
 - a booting node, a checkpoint in flight and a standing interruption notice (its node already
   checkpointing: an empty plan means every notice is handled) change only by events;
 so an empty plan stays empty until an event (arrival, finish, node up or joined, checkpoint done,

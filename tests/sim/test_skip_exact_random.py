@@ -102,3 +102,17 @@ def test_a_held_back_burst_that_stops_being_wanted_moves_later_jobs_with_no_even
     assert fast.pop("passes") < slow.pop("passes")
     assert fast_decisions == slow_decisions
     assert fast == slow
+
+
+def test_a_cloud_job_too_tight_to_move_back_may_move_once_its_deadline_passes(tmp_path: Path) -> None:
+    """Found by random trace 2036: a cloud job whose deadline was too near for a move's pause may move
+    back once the deadline has passed (reclaim.too_tight), an instant no event marks; ticking through
+    moved it at 04:12:30, the skipping run at the next event, 04:22:10 (reclaim.tight names it)."""
+    path = _trace(random.Random(2036), tmp_path / "trace.csv")
+    setting = {"nodes": 3, "cap": 2, "sigma": 0.5, "policy": "burster"}
+    fast, fast_decisions = _simulate(path, 2036, setting, skip=True)
+    slow, slow_decisions = _simulate(path, 2036, setting, skip=False)
+    assert fast.pop("passes") < slow.pop("passes")
+    assert any("move job j3 back on-prem" in d for d in slow_decisions)
+    assert fast_decisions == slow_decisions
+    assert fast == slow
