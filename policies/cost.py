@@ -170,11 +170,14 @@ class CostModel:
         rework = self.rework_fraction(offering, job.checkpoint_interval_s, nodes)
         return self.run_cost_usd(offering, nodes, work, rework)
 
-    def run_cost_usd(self, offering: Offering, nodes: int, work_s: float, rework: float) -> float:
-        """Expected $ of ``nodes`` nodes of ``offering`` booting, then running ``work_s`` seconds of work
-        plus ``rework`` (a fraction of it, ``rework_fraction``): ``job_cost_usd`` with its terms known."""
+    def run_cost_usd(self, offering: Offering, nodes: int, work_s: float, rework: float, *,
+                     booted: bool = False) -> float:
+        """Expected $ of ``nodes`` nodes of ``offering`` booting (``booted``: up already, the boot spent),
+        then running ``work_s`` seconds of work plus ``rework`` (a fraction of it, ``rework_fraction``):
+        ``job_cost_usd`` with its terms known."""
         run_s = work_s * (1 + rework)
-        run_s += self.p.launch_latency_s  # nodes bill while they boot and join
+        if not booted:
+            run_s += self.p.launch_latency_s  # nodes bill while they boot and join
         hours = self.billed_hours(offering.provider, run_s)
         return nodes * offering.price_per_hour_usd * hours
 

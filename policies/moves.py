@@ -64,12 +64,9 @@ def move_usd(job: Demand, current_usd_per_hour: float, target: Offering, cost: C
     overlaps the job's run on its old nodes), and its interruptions' pauses."""
     restart = job.with_done(job.done_s - cost.p.restart_overhead_s)  # the restart runs again
     write_usd = current_usd_per_hour * cost.p.checkpoint_write_s / 3600.0
-    if booted:
-        nodes = cost.nodes_for(job, target)
-        run_s = restart.remaining_s * (1 + cost.rework_fraction(target, job.checkpoint_interval_s, nodes))
-        run_usd = nodes * target.price_per_hour_usd * cost.billed_hours(target.provider, run_s)
-    else:
-        run_usd = cost.job_cost_usd(restart, target)
+    nodes = cost.nodes_for(job, target)
+    rework = cost.rework_fraction(target, job.checkpoint_interval_s, nodes)
+    run_usd = cost.run_cost_usd(target, nodes, restart.remaining_s, rework, booted=booted)  # (``job_cost_usd``)
     return run_usd + write_usd + cost.wait_cost_usd(job, cost.pause_s, now) + interruption_pauses_usd(job, target, cost)
 
 

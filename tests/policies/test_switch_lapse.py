@@ -23,15 +23,14 @@ COST = CostModel(CostParams(restart_overhead_s=300, launch_latency_s=180, checkp
 # the switch's threshold: changeover 360 s (write + restart) + margin 900 s of slack
 
 
-def snapshot(slack_s: float, new: Offering = OD, *, protected: bool = False, left: float = 2 * 3600.0) -> Snapshot:
+def snapshot(slack_s: float, new: Offering = OD, *, left: float = 2 * 3600.0) -> Snapshot:
     """A strict deadline job with ``left`` seconds of work left (2 h) on a spot node, ``slack_s`` of
     slack, and the node launched for it on ``new`` up and idle."""
     job = Demand("dl", 1, NOW - timedelta(hours=1), 3600 + left, gpu_model="V100", job_class=JobClass.STRICT,
                  deadline=NOW + timedelta(seconds=left + slack_s))
     p = Placement(job, ("spot-1",), NOW - timedelta(hours=1), True, Market.SPOT, SPOT.price_per_hour_usd)
     on_spot = Node("spot-1", SPOT, NodeState.READY, NOW - timedelta(hours=1), "rq", job_id="dl", for_job="dl")
-    up = Node("new-1", new, NodeState.READY, NOW - timedelta(minutes=3), "rq-new", for_job="dl", idle_since=NOW,
-              protected=protected)
+    up = Node("new-1", new, NodeState.READY, NOW - timedelta(minutes=3), "rq-new", for_job="dl", idle_since=NOW)
     return Snapshot(NOW, (), (p,), (), (on_spot, up), (SPOT, CHEAP, OD))
 
 
